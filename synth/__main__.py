@@ -1,0 +1,5 @@
+import sys
+
+from synth.cli import main
+
+sys.exit(main())

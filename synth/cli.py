@@ -1,0 +1,213 @@
+"""``python -m synth``: infer schemas, run methods, evaluate, split by the protocol.
+
+These forms are a contract that outside tools script against (see README.md):
+
+    python -m synth schema infer DATA.csv --out schema.json
+    python -m synth run DATA.csv --schema schema.json --method NAME --epsilon E --delta D
+        --seed S --out synth.csv --ledger ledger.json [--set key=value ...]
+    python -m synth evaluate REAL_TEST.csv SYNTH.csv --schema schema.json --target COL
+        [--train REAL_TRAIN.csv]
+
+Failures exit non-zero with a one-line cause on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from synth.data import DEFAULT_MAX_BYTES, read_table
+from synth.errors import Cancelled, SynthError
+from synth.methods import METHODS, FitContext, Progress, Spent, StageStarted, make, parse_settings
+from synth.privacy.budget import Budget, default_delta, merge_shares
+from synth.protocol import protocol_split
+from synth.schema import Schema, infer_schema
+
+
+def _write(path: Path, write) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(path)
+    except OSError as exc:
+        raise SynthError(f"cannot write {str(path)!r}: {exc.strerror}") from None
+
+
+class _Bars:
+    """Renders fit events as one tqdm bar per stage on stderr."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+        self.bar = None
+
+    def __call__(self, event) -> None:
+        if self.quiet:
+            return
+        from tqdm import tqdm
+
+        if isinstance(event, StageStarted):
+            self.close()
+            self.bar = tqdm(total=event.total, desc=event.stage, unit="step", file=sys.stderr,
+                            leave=True, dynamic_ncols=True)
+        elif isinstance(event, Progress) and self.bar is not None:
+            self.bar.n = event.step
+            if event.metrics:
+                self.bar.set_postfix({k: f"{v:.4g}" for k, v in event.metrics.items()},
+                                     refresh=False)
+            self.bar.refresh()
+        elif isinstance(event, Spent):
+            e = event.entry
+            tqdm.write(f"spent ε={e.epsilon:.4g}, δ={e.delta:.3g} on {e.mechanism} ({e.stage}); "
+                       f"total ε={event.total_epsilon:.4g}", file=sys.stderr)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def cmd_schema_infer(args: argparse.Namespace) -> int:
+    table = read_table(args.data, max_bytes=args.max_bytes)
+    schema = infer_schema(table, target=args.target)
+    _write(args.out, schema.save)
+    for col in schema:
+        for flag in col.flags:
+            print(f"warning: column {col.name!r}: {flag}", file=sys.stderr)
+    kinds = ", ".join(f"{c.name}:{c.kind[:3]}" for c in schema)
+    print(f"wrote schema of {len(schema)} columns to {args.out} ({kinds}); every domain is "
+          "data-derived until you set \"public\": true for those that are public knowledge",
+          file=sys.stderr)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    table = read_table(args.data, max_bytes=args.max_bytes)
+    schema = Schema.load(args.schema)
+    params, shares = parse_settings(args.set or [])
+    synth = make(args.method, params)
+    delta = args.delta if args.delta is not None else default_delta(len(table))
+    budget = Budget(args.epsilon, delta, merge_shares(synth.default_shares(schema), shares))
+    bars = _Bars(args.quiet)
+    try:
+        synth.fit(table, schema, budget, FitContext(seed=args.seed, on_event=bars))
+    finally:
+        bars.close()
+    out = synth.sample(args.rows)
+    _write(args.out, lambda p: out.to_csv(p, index=False))
+    record: dict[str, Any] = synth.ledger_.to_dict()
+    record.update(method=args.method, params=synth.get_params(), seed=args.seed,
+                  schema=synth.schema_.to_dict(),
+                  rows=len(out), seconds=time.perf_counter() - started,
+                  command=shlex.join(["python", "-m", "synth", *sys.argv[1:]]))
+    _write(args.ledger, lambda p: p.write_text(json.dumps(record, indent=2) + "\n"))
+    print(f"wrote {len(out)} rows to {args.out}; spent ε={record['total_epsilon']:.4g}, "
+          f"δ={record['total_delta']:.3g} of ε={budget.epsilon:g}, δ={budget.delta:.3g}",
+          file=sys.stderr)
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from synth.evaluation import evaluate  # scikit-learn: only this command pays the import
+
+    schema = Schema.load(args.schema)
+    test = read_table(args.real_test, max_bytes=args.max_bytes)
+    synth = read_table(args.synth, max_bytes=args.max_bytes)
+    train = read_table(args.train, max_bytes=args.max_bytes) if args.train else None
+    print(json.dumps(evaluate(test, synth, schema, target=args.target, real_train=train)))
+    return 0
+
+
+def cmd_split(args: argparse.Namespace) -> int:
+    table = read_table(args.data, max_bytes=args.max_bytes)
+    stem = Path(args.data).stem
+    for name, part in zip(("train", "val", "test"), protocol_split(table), strict=True):
+        path = args.out_dir / f"{stem}_{name}.csv"
+        _write(path, lambda p, part=part: part.to_csv(p, index=False))
+        print(f"wrote {len(part)} rows to {path}", file=sys.stderr)
+    return 0
+
+
+def cmd_methods(args: argparse.Namespace) -> int:
+    for name, cls in METHODS.items():
+        params = ", ".join(f"{k}={v!r}" for k, v in cls.param_defaults().items())
+        print(f"{name}: {cls.title} ({cls.paper})\n  {cls.summary}\n  parameters: {params}\n"
+              f"  budget shares: {dict(cls.stages)}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m synth",
+                                     description="Differentially private synthetic tables.")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on failure")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def data_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES,
+                       help=f"refuse input files larger than this (default {DEFAULT_MAX_BYTES})")
+
+    schema = sub.add_parser("schema", help="schema files").add_subparsers(dest="action",
+                                                                        required=True)
+    infer = schema.add_parser("infer", help="guess a schema from a table")
+    infer.add_argument("data")
+    infer.add_argument("--out", type=Path, required=True)
+    infer.add_argument("--target", help="target column for utility checks")
+    data_arg(infer)
+    infer.set_defaults(func=cmd_schema_infer)
+
+    run = sub.add_parser("run", help="fit a method and write a synthetic table and its ledger")
+    run.add_argument("data")
+    run.add_argument("--schema", type=Path, required=True)
+    run.add_argument("--method", required=True, choices=sorted(METHODS))
+    run.add_argument("--epsilon", type=float, required=True)
+    run.add_argument("--delta", type=float, help="default 1/n^1.1 for n rows")
+    run.add_argument("--seed", type=int, default=None)
+    run.add_argument("--out", type=Path, required=True)
+    run.add_argument("--ledger", type=Path, required=True)
+    run.add_argument("--rows", type=int, help="rows to sample (default: as many as the input)")
+    run.add_argument("--set", action="append", metavar="KEY=VALUE",
+                     help="method parameter, or budget share as share.STAGE=fraction")
+    run.add_argument("--quiet", action="store_true", help="no progress bars")
+    data_arg(run)
+    run.set_defaults(func=cmd_run)
+
+    ev = sub.add_parser("evaluate", help="utility and fidelity of a synthetic table (JSON)")
+    ev.add_argument("real_test")
+    ev.add_argument("synth")
+    ev.add_argument("--schema", type=Path, required=True)
+    ev.add_argument("--target")
+    ev.add_argument("--train", help="real training table: fidelity reference and real-data tree")
+    data_arg(ev)
+    ev.set_defaults(func=cmd_evaluate)
+
+    split = sub.add_parser("split", help="train/validation/test split of the measuring protocol")
+    split.add_argument("data")
+    split.add_argument("--out-dir", type=Path, required=True)
+    data_arg(split)
+    split.set_defaults(func=cmd_split)
+
+    methods = sub.add_parser("methods", help="list the methods and their parameters")
+    methods.set_defaults(func=cmd_methods)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except SynthError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (Cancelled, KeyboardInterrupt):
+        print("error: cancelled", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if args.debug:
+            raise
+        print(f"error: internal error ({type(exc).__name__}: {exc}); rerun with --debug for "
+              "the traceback", file=sys.stderr)
+        return 1

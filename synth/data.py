@@ -1,0 +1,189 @@
+"""Reading tables safely (CSV or Parquet, from a path or uploaded bytes) and the bundled samples.
+
+CSV cells come back as stripped strings with missing markers as NaN; :func:`synth.schema.
+infer_schema` decides what is numeric. Every refusal is a :class:`DataError` that says what is
+wrong with the file in one line.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import os
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+import pandas as pd
+
+from synth.errors import DataError
+from synth.schema import Schema
+
+DEFAULT_MAX_BYTES = 200 * 1024 * 1024
+MISSING_TOKENS = frozenset({"", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "None", "#N/A"})
+DELIMITERS = ",;\t|"
+SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data"
+SAMPLES = {"census": "census_demo"}  # name shown to users -> file stem in sample_data/
+
+Source = str | os.PathLike | bytes | bytearray | IO[bytes]
+
+
+def _human(nbytes: float) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if nbytes < 1024 or unit == "GB":
+            return f"{nbytes:.0f} {unit}" if unit == "bytes" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1024
+    raise AssertionError  # pragma: no cover
+
+
+def _read_bytes(source: Source, max_bytes: int) -> tuple[bytes, str]:
+    """The raw bytes and a display name, refusing anything over ``max_bytes`` before reading."""
+    too_big = ("{name} is {size}, over the {limit} limit; raise max_bytes to read it")
+    if isinstance(source, bytes | bytearray):
+        name, size = "the upload", len(source)
+        if size > max_bytes:
+            raise DataError(too_big.format(name=name, size=_human(size), limit=_human(max_bytes)))
+        return bytes(source), name
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        name = f"{path.name!r}"
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            raise DataError(f"no such file: {str(path)!r}") from None
+        except OSError as exc:
+            raise DataError(f"cannot read {str(path)!r}: {exc.strerror}") from None
+        if path.is_dir():
+            raise DataError(f"{str(path)!r} is a folder, not a table file")
+        if size > max_bytes:
+            raise DataError(too_big.format(name=name, size=_human(size), limit=_human(max_bytes)))
+        return path.read_bytes(), name
+    name = repr(getattr(source, "name", "the upload"))
+    size = getattr(source, "size", None)
+    if size is not None and size > max_bytes:
+        raise DataError(too_big.format(name=name, size=_human(size), limit=_human(max_bytes)))
+    data = source.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise DataError(f"{name} is over the {_human(max_bytes)} limit; raise max_bytes to read it")
+    return data, name
+
+
+def read_table(source: Source, *, max_bytes: int = DEFAULT_MAX_BYTES, encoding: str | None = None,
+               min_columns: int = 2) -> pd.DataFrame:
+    """Read a CSV (delimiter and encoding sniffed) or Parquet table.
+
+    ``encoding=None`` tries UTF-8 (with or without BOM), then Latin-1. Refuses files over
+    ``max_bytes`` without reading them, and tables with fewer than ``min_columns`` columns.
+    """
+    raw, name = _read_bytes(source, max_bytes)
+    if not raw.strip():
+        raise DataError(f"{name} is empty")
+    table = _read_parquet(raw, name) if raw[:4] == b"PAR1" else _read_csv(raw, name, encoding)
+    if table.shape[1] < min_columns:
+        only = ", ".join(repr(str(c)) for c in table.columns)
+        raise DataError(f"{name} has only {table.shape[1]} column ({only}); a table needs at least "
+                        f"{min_columns}. Is the delimiter one of , ; tab | ?")
+    return table
+
+
+def _read_parquet(raw: bytes, name: str) -> pd.DataFrame:
+    try:
+        table = pd.read_parquet(io.BytesIO(raw))
+    except Exception as exc:  # pyarrow raises several types for corrupt files
+        raise DataError(f"{name} looks like Parquet but cannot be read: {exc}") from None
+    table.columns = [str(c) for c in table.columns]
+    _check_header(list(table.columns), name)
+    if table.empty:
+        raise DataError(f"{name} has a header but no data rows")
+    return table
+
+
+def _decode(raw: bytes, name: str, encoding: str | None) -> str:
+    if encoding is not None:
+        try:
+            return raw.decode(encoding)
+        except LookupError:
+            raise DataError(f"unknown encoding {encoding!r}") from None
+        except UnicodeDecodeError as exc:
+            raise DataError(
+                f"{name} is not valid {encoding} (byte {raw[exc.start]:#04x} at position "
+                f"{exc.start}); leave the encoding unset to detect it, or give the right one"
+            ) from None
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return raw.decode("utf-16")
+    if b"\x00" in raw[:65536]:
+        raise DataError(f"{name} holds binary data, not a CSV or Parquet table (UTF-16 text "
+                        "without a byte-order mark also looks like this: save it as UTF-8)")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+def _sniff_delimiter(text: str) -> str:
+    sample = "\n".join(text.splitlines()[:50])
+    try:
+        return csv.Sniffer().sniff(sample, delimiters=DELIMITERS).delimiter
+    except csv.Error:
+        lines = [ln for ln in sample.splitlines() if ln.strip()][:20]
+        counts = {d: [ln.count(d) for ln in lines] for d in DELIMITERS}
+        steady = [d for d, c in counts.items() if c and min(c) > 0 and len(set(c)) == 1]
+        return max(steady, key=lambda d: counts[d][0]) if steady else ","
+
+
+def _check_header(header: list[str], name: str) -> None:
+    for i, col in enumerate(header, 1):
+        if not col:
+            raise DataError(f"{name}: column {i} has an empty name in the header")
+    dupes = sorted({c for c in header if header.count(c) > 1})
+    if dupes:
+        raise DataError(f"{name} has duplicate column names: {dupes}")
+
+
+def _read_csv(raw: bytes, name: str, encoding: str | None) -> pd.DataFrame:
+    text = _decode(raw, name, encoding)
+    controls = sum(1 for ch in text[:65536] if ord(ch) < 32 and ch not in "\t\r\n")
+    if controls > 0.01 * min(len(text), 65536):
+        raise DataError(f"{name} holds binary data, not a CSV or Parquet table")
+    delimiter = _sniff_delimiter(text)
+    try:
+        rows = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter) if r]
+    except csv.Error as exc:
+        raise DataError(f"{name} is not a well-formed CSV: {exc}") from None
+    if not rows:
+        raise DataError(f"{name} is empty")
+    header = [h.strip() for h in rows[0]]
+    _check_header(header, name)
+    body = rows[1:]
+    if not body:
+        raise DataError(f"{name} has a header but no data rows")
+    width = len(header)
+    ragged = [(i, len(r)) for i, r in enumerate(body, 2) if len(r) != width]
+    if ragged:
+        line, got = ragged[0]
+        more = f" (and {len(ragged) - 1} more rows)" if len(ragged) > 1 else ""
+        raise DataError(f"{name}: row {line} has {got} fields but the header has {width}{more}")
+    cells = np.array(body, dtype=object)
+    data = {}
+    for j, col in enumerate(header):
+        values = [v.strip() for v in cells[:, j]]
+        data[col] = [np.nan if v in MISSING_TOKENS else v for v in values]
+    return pd.DataFrame(data, dtype=object)
+
+
+# ---- bundled samples ------------------------------------------------------------------------
+
+
+def sample_paths(name: str = "census") -> tuple[Path, Path]:
+    """(table CSV, schema JSON) of a bundled sample."""
+    if name not in SAMPLES:
+        raise DataError(f"no bundled sample named {name!r}; choose from {sorted(SAMPLES)}")
+    stem = SAMPLE_DIR / SAMPLES[name]
+    return stem.with_suffix(".csv"), stem.with_suffix(".schema.json")
+
+
+def load_sample(name: str = "census") -> tuple[pd.DataFrame, Schema]:
+    """A bundled demo table and its public schema."""
+    table_path, schema_path = sample_paths(name)
+    return read_table(table_path), Schema.load(schema_path)

@@ -1,0 +1,146 @@
+"""The measuring protocol's figures: marginal distances and train-on-synthetic utility.
+
+Everything here reads the real table: the results are for the steward's eyes, not for release.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.compose import ColumnTransformer
+from sklearn.metrics import accuracy_score, f1_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder
+from sklearn.tree import DecisionTreeClassifier
+
+from synth.encoding import Discretizer
+from synth.errors import SchemaError
+from synth.schema import CATEGORICAL, Schema, category_values, check_target, prepare
+
+FIDELITY_BINS = 10
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """Average total variation distance over all 1-way and all 2-way marginals."""
+
+    tvd1: float
+    tvd2: float
+    per_column: pd.Series  # column → 1-way TVD
+    per_pair: pd.DataFrame  # symmetric matrix of 2-way TVDs, NaN on the diagonal
+
+
+def _histogram(codes: np.ndarray, size: int) -> np.ndarray:
+    counts = np.bincount(codes, minlength=size).astype(float)
+    return counts / max(counts.sum(), 1.0)
+
+
+def comparable(schema: Schema, *tables: pd.DataFrame) -> Schema:
+    """``schema`` with every category that occurs in ``tables`` but not in the schema added,
+    so a measurement never fails on them: mass on an unknown category counts as distance."""
+    columns = []
+    for col in schema:
+        if col.kind == CATEGORICAL and col.categories is not None:
+            seen = set().union(*(category_values(t[col.name]) for t in tables))
+            extra = sorted(seen - set(col.categories))
+            col = replace(col, categories=(*col.categories, *extra))
+        columns.append(col)
+    return replace(schema, columns=tuple(columns))
+
+
+def marginal_tvd(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
+                 bins: int = FIDELITY_BINS) -> Fidelity:
+    """TVDs between the tables' marginals; numbers in ``bins`` equal-width bins over the
+    schema's bounds, categories as they are (categories the schema lacks are added)."""
+    schema = comparable(schema, real, synth)
+    disc = Discretizer(schema, bins=bins)
+    a = disc.codes(prepare(real, schema))
+    b = disc.codes(prepare(synth, schema))
+    if len(b) == 0:
+        raise SchemaError("the synthetic table has no rows")
+    names, sizes = schema.names, disc.sizes
+    per_column = pd.Series(
+        [0.5 * np.abs(_histogram(a[:, j], s) - _histogram(b[:, j], s)).sum()
+         for j, s in enumerate(sizes)], index=names, dtype=float)
+    pair = np.full((len(names), len(names)), np.nan)
+    for i, j in itertools.combinations(range(len(names)), 2):
+        size = int(sizes[i] * sizes[j])
+        p = _histogram(a[:, i] * sizes[j] + a[:, j], size)
+        q = _histogram(b[:, i] * sizes[j] + b[:, j], size)
+        pair[i, j] = pair[j, i] = 0.5 * np.abs(p - q).sum()
+    tvd2 = float(np.nanmean(pair)) if len(names) > 1 else float("nan")
+    return Fidelity(float(per_column.mean()), tvd2, per_column,
+                    pd.DataFrame(pair, index=names, columns=names))
+
+
+def _tree(schema: Schema, target: str):
+    features = [c for c in schema if c.name != target]
+    cats = [c for c in features if c.kind == CATEGORICAL]
+    nums = [c.name for c in features if c.kind != CATEGORICAL]
+    encode = ColumnTransformer(
+        [("categorical", OneHotEncoder(categories=[list(c.categories) for c in cats],
+                                       handle_unknown="ignore"), [c.name for c in cats]),
+         ("numeric", "passthrough", nums)])
+    return make_pipeline(encode, DecisionTreeClassifier(max_depth=10, random_state=0))
+
+
+def tree_utility(train: pd.DataFrame, test: pd.DataFrame, schema: Schema,
+                 target: str | None = None) -> dict[str, float]:
+    """Accuracy and macro F1 of a depth-10 decision tree trained on ``train``, scored on
+    ``test`` (categoricals one-hot over the schema's categories)."""
+    target = _target(schema, target)
+    schema = comparable(schema, train, test)
+    train, test = prepare(train, schema), prepare(test, schema)
+    if train.empty:
+        raise SchemaError("the training table has no rows")
+    check_target(test, target)
+    model = _tree(schema, target).fit(train.drop(columns=target), train[target])
+    predicted = model.predict(test.drop(columns=target))
+    return {"accuracy": float(accuracy_score(test[target], predicted)),
+            "macro_f1": float(f1_score(test[target], predicted, average="macro"))}
+
+
+def majority_rate(test: pd.DataFrame, target: str) -> float:
+    """Accuracy of always predicting the test table's most frequent class."""
+    return float(test[target].value_counts(normalize=True).max())
+
+
+def _target(schema: Schema, target: str | None) -> str:
+    target = target or schema.target
+    if target is None:
+        raise SchemaError("no target column: name one to measure utility")
+    if target not in schema.names:
+        raise SchemaError(f"target column {target!r} is not in the schema")
+    if schema[target].kind != CATEGORICAL:
+        raise SchemaError(f"target column {target!r} must be categorical")
+    return target
+
+
+def evaluate(real_test: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
+             target: str | None = None, real_train: pd.DataFrame | None = None) -> dict[str, Any]:
+    """The protocol's figures for one synthetic table.
+
+    Utility is measured on ``real_test``; fidelity against ``real_train`` when given (the
+    protocol), else against ``real_test``. With ``real_train`` the real-data tree is reported.
+    """
+    target = _target(schema, target)
+    test = prepare(real_test, comparable(schema, real_test))
+    check_target(test, target)
+    reference = real_train if real_train is not None else real_test
+    fidelity = marginal_tvd(reference, synth, schema)
+    result: dict[str, Any] = {
+        "rows": len(synth),
+        **tree_utility(synth, real_test, schema, target),
+        "majority": majority_rate(test, target),
+        "tvd1": fidelity.tvd1,
+        "tvd2": fidelity.tvd2,
+        "tvd_reference": "train" if real_train is not None else "test",
+    }
+    if real_train is not None:
+        real = tree_utility(real_train, real_test, schema, target)
+        result["real_accuracy"], result["real_macro_f1"] = real["accuracy"], real["macro_f1"]
+    return result

@@ -1,0 +1,169 @@
+"""The one interface every method implements, and the events a fit reports.
+
+A synthesizer follows the scikit-learn contract: the constructor stores parameters and does
+nothing else; ``fit(table, schema, budget, ctx)`` validates, learns any data-derived domains
+under DP, then trains; learned state ends in an underscore; ``sample(n)`` returns a DataFrame
+with the schema's columns and dtypes.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from synth.errors import Cancelled, ParameterError, SynthError
+from synth.privacy.budget import Budget, Ledger, LedgerEntry
+from synth.privacy.domains import DOMAIN, learn_domains
+from synth.schema import Schema, prepare, validate
+
+# ---- events ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StageStarted:
+    """A new stage of the fit begins; ``total`` steps if known."""
+
+    stage: str
+    total: int | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """``step`` of ``total`` done in ``stage``, with metrics such as losses."""
+
+    stage: str
+    step: int
+    total: int | None = None
+    metrics: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Spent:
+    """A mechanism was charged to the ledger; totals so far included."""
+
+    entry: LedgerEntry
+    total_epsilon: float
+    total_delta: float
+
+
+Event = StageStarted | Progress | Spent
+
+
+@dataclass
+class FitContext:
+    """What a fit needs from its caller: a seed, where to send events, when to stop.
+
+    ``progress`` events of one stage are throttled to one per ``min_interval`` seconds (the
+    first and last step always pass); ``should_stop`` is checked on every call regardless.
+    """
+
+    seed: int | None = None
+    on_event: Callable[[Event], None] | None = None
+    should_stop: Callable[[], bool] | None = None
+    device: str = "auto"
+    min_interval: float = 0.1
+    _last: dict[str, float] = field(default_factory=dict, repr=False)
+
+    def emit(self, event: Event) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def check(self) -> None:
+        """Raise :class:`Cancelled` if the caller asked to stop."""
+        if self.should_stop is not None and self.should_stop():
+            raise Cancelled("the run was cancelled")
+
+    def stage(self, name: str, total: int | None = None, description: str = "") -> None:
+        self.check()
+        self._last.pop(name, None)
+        self.emit(StageStarted(name, total, description))
+
+    def progress(self, stage: str, step: int, total: int | None = None, **metrics: float) -> None:
+        self.check()
+        now = time.monotonic()
+        last = self._last.get(stage)
+        if last is None or step == total or now - last >= self.min_interval:
+            self._last[stage] = now
+            self.emit(Progress(stage, step, total, {k: float(v) for k, v in metrics.items()}))
+
+    def resolve_device(self) -> str:
+        """'cuda' when asked for or (with 'auto') available, else 'cpu'."""
+        if self.device != "auto":
+            return self.device
+        import torch  # deferred: only neural methods pay for the import
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+# ---- the interface --------------------------------------------------------------------------
+
+
+class Synthesizer:
+    """Base class: subclasses set the class attributes and implement ``_fit`` and ``_sample``."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    summary: ClassVar[str]  # two lines for the app: what it does and when to use it
+    paper: ClassVar[str]
+    stages: ClassVar[Mapping[str, float]]  # the method's own budget shares, summing to 1
+
+    def get_params(self) -> dict[str, Any]:
+        sig = inspect.signature(type(self).__init__)
+        return {p: getattr(self, p) for p in sig.parameters if p != "self"}
+
+    @classmethod
+    def param_defaults(cls) -> dict[str, Any]:
+        sig = inspect.signature(cls.__init__)
+        return {p.name: p.default for p in sig.parameters.values() if p.name != "self"}
+
+    def default_shares(self, schema: Schema, domain_share: float = 0.1) -> dict[str, float]:
+        """The method's stage shares, with a ``domain`` share when the schema needs one."""
+        if schema.releasable:
+            return dict(self.stages)
+        rest = 1 - domain_share
+        return {DOMAIN: domain_share, **{k: v * rest for k, v in self.stages.items()}}
+
+    def fit(self, table: pd.DataFrame, schema: Schema, budget: Budget,
+            ctx: FitContext | None = None) -> Synthesizer:
+        ctx = ctx or FitContext()
+        missing = [s for s in self.stages if s not in budget.shares]
+        if missing:
+            raise SynthError(f"method {self.name!r} needs budget shares for {missing}; "
+                             f"the budget has {sorted(budget.shares)}")
+        self.ledger_ = Ledger(budget, on_spend=lambda e: ctx.emit(
+            Spent(e, self.ledger_.total_epsilon, self.ledger_.total_delta)))
+        self.rng_ = np.random.default_rng(ctx.seed)
+        data = validate(table, schema)
+        if not schema.releasable:
+            todo = sum(not c.releasable for c in schema)
+            ctx.stage(DOMAIN, todo, "learning data-derived domains under DP")
+            schema = learn_domains(data, schema, self.ledger_, self.rng_,
+                                   progress=lambda i, k: ctx.progress(DOMAIN, i, k))
+            data = prepare(table, schema)
+        self.schema_ = schema
+        self.n_rows_ = len(data)
+        self._fit(data, schema, ctx)
+        return self
+
+    def sample(self, n: int | None = None, seed: int | None = None) -> pd.DataFrame:
+        """``n`` synthetic rows (default: as many as the private table had)."""
+        if not hasattr(self, "schema_"):
+            raise SynthError(f"{type(self).__name__} is not fitted; call fit() first")
+        n = self.n_rows_ if n is None else n
+        if int(n) != n or n < 1:
+            raise ParameterError(f"number of rows to sample must be a positive integer, got {n!r}")
+        rng = self.rng_ if seed is None else np.random.default_rng(seed)
+        return self._sample(int(n), rng)
+
+    def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
+        raise NotImplementedError
+
+    def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
+        raise NotImplementedError

@@ -1,0 +1,82 @@
+"""Plotly figure builders shared by the app, CLI reports and notebooks.
+
+Every figure that shows real data says so in its title: those figures are for the steward's
+eyes and are not part of a release.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from synth.encoding import Discretizer
+from synth.evaluation import FIDELITY_BINS, Fidelity, comparable
+from synth.schema import Schema, prepare
+
+REAL = "real (not releasable)"
+_NOT_RELEASABLE = "uses the real data: for your eyes, not part of the release"
+
+
+def marginal_chart(real: pd.DataFrame, synthetic: Mapping[str, pd.DataFrame], schema: Schema,
+                   column: str, bins: int = FIDELITY_BINS) -> go.Figure:
+    """Grouped bars of one column's distribution: real next to each synthetic table."""
+    schema = comparable(schema, real, *synthetic.values())
+    disc = Discretizer(schema, bins=bins)
+    j = schema.names.index(column)
+    size = int(disc.sizes[j])
+    labels = disc.labels(column)
+    fig = go.Figure()
+    for name, table in {REAL: real, **synthetic}.items():
+        codes = disc.codes(prepare(table, schema))[:, j]
+        share = np.bincount(codes, minlength=size) / max(len(codes), 1)
+        fig.add_bar(name=name, x=labels, y=share)
+    fig.update_layout(barmode="group", title=f"{column}: share of rows ({_NOT_RELEASABLE})",
+                      yaxis_title="share of rows", legend_title="table")
+    return fig
+
+
+def tvd_heatmap(fidelity: Fidelity, title: str = "2-way marginal TVD") -> go.Figure:
+    """Per-pair total variation distance; darker is worse."""
+    m = fidelity.per_pair
+    fig = go.Figure(go.Heatmap(z=m.to_numpy(), x=list(m.columns), y=list(m.index),
+                               colorscale="Reds", zmin=0, zmax=max(0.3, np.nanmax(m.to_numpy())),
+                               colorbar={"title": "TVD"},
+                               hovertemplate="%{y} × %{x}: %{z:.3f}<extra></extra>"))
+    fig.update_layout(title=f"{title} (avg {fidelity.tvd2:.3f}; {_NOT_RELEASABLE})",
+                      yaxis={"autorange": "reversed"})
+    return fig
+
+
+def utility_chart(results: Mapping[str, Mapping[str, float]], majority: float,
+                  real: float | None = None) -> go.Figure:
+    """Tree accuracy and macro F1 per run, against the majority-class and real-data lines."""
+    names = list(results)
+    fig = go.Figure()
+    fig.add_bar(name="accuracy", x=names, y=[results[n]["accuracy"] for n in names])
+    fig.add_bar(name="macro F1", x=names, y=[results[n]["macro_f1"] for n in names])
+    fig.add_hline(y=majority, line_dash="dot", annotation_text=f"majority class {majority:.3f}")
+    if real is not None:
+        fig.add_hline(y=real, line_dash="dash", annotation_text=f"real-data tree {real:.3f}")
+    fig.update_layout(barmode="group", yaxis={"range": [0, 1], "title": "score on real test"},
+                      title=f"Decision-tree utility ({_NOT_RELEASABLE})")
+    return fig
+
+
+def ledger_chart(ledger: Mapping) -> go.Figure:
+    """Stacked bar of ε spent per stage against the budget: this one is releasable."""
+    budget = ledger["budget"]
+    spent: dict[str, float] = {}
+    for e in ledger["entries"]:
+        spent[e["stage"]] = spent.get(e["stage"], 0.0) + e["epsilon"]
+    fig = go.Figure()
+    for stage, eps in spent.items():
+        fig.add_bar(name=stage, y=["ε"], x=[eps], orientation="h")
+    fig.add_vline(x=budget["epsilon"], line_dash="dash",
+                  annotation_text=f"budget ε = {budget['epsilon']:g}")
+    fig.update_layout(barmode="stack", height=220, xaxis_title="ε spent",
+                      title=f"Privacy ledger: ε = {ledger['total_epsilon']:.4g}, "
+                            f"δ = {ledger['total_delta']:.3g}")
+    return fig

@@ -1,0 +1,446 @@
+"""Column kinds and their domains, and the one place where a table meets its schema.
+
+A column's *domain* (categories, or numeric bounds) is either **declared public** by the user
+(``public=True``), **data-derived** (read off the private table by :func:`infer_schema`: fine to
+look at, never to release), or **learned** under DP inside a run (``learned=True``, see
+:mod:`synth.privacy.domains`). Methods only ever run on public or learned domains.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from synth.errors import SchemaError
+
+NUMERIC = "numeric"
+CATEGORICAL = "categorical"
+KINDS = (NUMERIC, CATEGORICAL)
+MISSING = "<missing>"  # a missing categorical value is a category of its own
+OTHER = "other"  # a column whose categories include it absorbs values it has not seen
+MISSING_POLICIES = ("drop", "fill")  # for numeric columns: drop the row, or fill a public value
+
+_BOOL_WORDS = ({"true", "false"}, {"yes", "no"}, {"t", "f"}, {"y", "n"})
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: its kind, its domain, and whether that domain may be released."""
+
+    name: str
+    kind: str
+    lower: float | None = None
+    upper: float | None = None
+    categories: tuple[str, ...] | None = None
+    public: bool = False
+    integer: bool = False
+    missing: str = "drop"
+    fill_value: float | None = None
+    learned: bool = False
+    flags: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        where = f"column {self.name!r}"
+        if not isinstance(self.name, str) or not self.name:
+            raise SchemaError(f"column names must be non-empty strings, got {self.name!r}")
+        if self.kind not in KINDS:
+            raise SchemaError(f"{where}: kind must be 'numeric' or 'categorical', "
+                              f"got {self.kind!r}")
+        if self.categories is not None:
+            cats = tuple(_category(c) for c in self.categories)
+            dupes = sorted({c for c in cats if cats.count(c) > 1})
+            if dupes:
+                raise SchemaError(f"{where}: categories listed twice: {dupes[:5]}")
+            object.__setattr__(self, "categories", cats)
+        object.__setattr__(self, "flags", tuple(self.flags))
+        if self.kind == NUMERIC:
+            self._check_numeric(where)
+        elif self.releasable and not self.categories:
+            raise SchemaError(f"{where}: a public categorical column needs its list of categories")
+
+    def _check_numeric(self, where: str) -> None:
+        for name in ("lower", "upper"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                raise SchemaError(f"{where}: {name} bound must be a number, "
+                                  f"got {value!r}") from None
+            if not math.isfinite(value):
+                raise SchemaError(f"{where}: {name} bound must be finite, got {value!r}")
+            object.__setattr__(self, name, value)
+        if (self.lower is None) != (self.upper is None):
+            raise SchemaError(f"{where}: give both lower and upper bounds, or neither")
+        if self.lower is not None and self.lower > self.upper:
+            raise SchemaError(f"{where}: lower bound {self.lower:g} is above upper {self.upper:g}")
+        if self.releasable and self.lower is None:
+            raise SchemaError(f"{where}: a public numeric column needs lower and upper bounds")
+        if self.missing not in MISSING_POLICIES:
+            raise SchemaError(f"{where}: missing must be one of {MISSING_POLICIES}, "
+                              f"got {self.missing!r}")
+        if self.missing == "fill":
+            if self.fill_value is None:
+                raise SchemaError(f"{where}: missing='fill' needs a public fill_value")
+            fill = float(self.fill_value)
+            if self.lower is not None and not self.lower <= fill <= self.upper:
+                raise SchemaError(f"{where}: fill_value {fill:g} lies outside "
+                                  f"[{self.lower:g}, {self.upper:g}]")
+            object.__setattr__(self, "fill_value", fill)
+
+    @property
+    def releasable(self) -> bool:
+        """True when the domain may appear in a release: declared public or learned under DP."""
+        return self.public or self.learned
+
+    @property
+    def size(self) -> int:
+        """Number of categories (categorical columns only)."""
+        if self.categories is None:
+            raise SchemaError(f"column {self.name!r} has no categories")
+        return len(self.categories)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["categories"] = list(self.categories) if self.categories is not None else None
+        d["flags"] = list(self.flags)
+        return d
+
+
+def _category(value: Any) -> str:
+    """Categories are strings; integer-valued floats (1.0 from a float column) print as ints."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Schema:
+    """An ordered set of columns and, optionally, the target column for utility checks."""
+
+    columns: tuple[Column, ...]
+    target: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)  # unknown keys kept on round-trip
+
+    def __post_init__(self) -> None:
+        cols = tuple(self.columns)
+        if not cols:
+            raise SchemaError("a schema needs at least one column")
+        names = [c.name for c in cols]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise SchemaError(f"column names appear more than once in the schema: {dupes}")
+        if self.target is not None:
+            if self.target not in names:
+                raise SchemaError(f"target column {self.target!r} is not in the schema")
+            if self[self.target].kind != CATEGORICAL:
+                raise SchemaError(f"target column {self.target!r} must be categorical")
+        object.__setattr__(self, "columns", cols)
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def __getitem__(self, name: str) -> Column:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise SchemaError(f"no column named {name!r} in the schema")
+
+    def __iter__(self):
+        return iter(self.columns)
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    @property
+    def releasable(self) -> bool:
+        return all(c.releasable for c in self.columns)
+
+    def drop(self, names: Iterable[str]) -> Schema:
+        names = set(names)
+        unknown = names - set(self.names)
+        if unknown:
+            raise SchemaError(f"cannot drop unknown columns: {sorted(unknown)}")
+        target = None if self.target in names else self.target
+        return replace(self, columns=tuple(c for c in self.columns if c.name not in names),
+                       target=target)
+
+    def replace_column(self, column: Column) -> Schema:
+        self[column.name]  # raises for an unknown name
+        return replace(self, columns=tuple(column if c.name == column.name else c
+                                           for c in self.columns))
+
+    def declare_public(self, names: Iterable[str] | None = None) -> Schema:
+        """Exactly ``names`` (default: all) have public domains; the others are data-derived."""
+        chosen = set(self.names if names is None else names)
+        unknown = chosen - set(self.names)
+        if unknown:
+            raise SchemaError(f"cannot declare unknown columns public: {sorted(unknown)}")
+        return replace(self, columns=tuple(replace(c, public=c.name in chosen)
+                                           for c in self.columns))
+
+    # ---- JSON -----------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.extra, "target": self.target,
+                "columns": [c.to_dict() for c in self.columns]}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Schema:
+        if not isinstance(data, Mapping) or not isinstance(data.get("columns"), list):
+            raise SchemaError("a schema file must be a JSON object with a 'columns' list")
+        known = {f for f in Column.__dataclass_fields__}
+        columns = []
+        for i, raw in enumerate(data["columns"], 1):
+            if not isinstance(raw, Mapping) or "name" not in raw or "kind" not in raw:
+                raise SchemaError(f"schema column {i}: needs at least 'name' and 'kind'")
+            args = {k: v for k, v in raw.items() if k in known}
+            if args.get("categories") is not None:
+                if not isinstance(args["categories"], list):
+                    raise SchemaError(f"column {raw['name']!r}: categories must be a list")
+                args["categories"] = tuple(args["categories"])
+            for flag in ("public", "integer", "learned"):
+                if flag in args and not isinstance(args[flag], bool):
+                    raise SchemaError(f"column {raw['name']!r}: {flag!r} must be true or false")
+            columns.append(Column(**args))
+        extra = {k: v for k, v in data.items() if k not in ("columns", "target")}
+        return cls(tuple(columns), target=data.get("target"), extra=extra)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path) -> Schema:
+        try:
+            text = Path(path).read_text(encoding="utf-8-sig")
+        except OSError as exc:
+            raise SchemaError(f"cannot read schema file {str(path)!r}: {exc.strerror}") from None
+        return cls.from_json(text)
+
+    @classmethod
+    def from_json(cls, text: str) -> Schema:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SchemaError(f"schema file is not valid JSON: {exc.msg} at line {exc.lineno}") \
+                from None
+        return cls.from_dict(data)
+
+
+# ---- inference ------------------------------------------------------------------------------
+
+
+def infer_schema(table: pd.DataFrame, target: str | None = None, *, max_codes: int = 10,
+                 id_ratio: float = 0.95) -> Schema:
+    """Guess each column's kind and domain from the table itself.
+
+    Domains found here are **data-derived** (``public=False``): fine for the steward to look
+    at, but a run learns them privately unless the user declares them public. Suspicious
+    columns (identifier-like, constant, all missing, many missing) get ``flags``.
+    Integer-valued columns with at most ``max_codes`` distinct values are treated as codes.
+    """
+    if table.shape[1] == 0:
+        raise SchemaError("the table has no columns")
+    if target is not None and target not in table.columns:
+        raise SchemaError(f"target column {target!r} is not in the table")
+    columns = tuple(_infer_column(str(name), table[name], max_codes, id_ratio)
+                    for name in table.columns)
+    schema = Schema(columns)
+    if target is not None:
+        col = schema[target]
+        if col.kind != CATEGORICAL:
+            col = _as_categorical(col, table[target])
+            schema = schema.replace_column(col)
+        schema = replace(schema, target=target)
+    return schema
+
+
+def _as_categorical(col: Column, values: pd.Series) -> Column:
+    cats = _categories_of(values)
+    return Column(col.name, CATEGORICAL, categories=cats, flags=col.flags)
+
+
+def _categories_of(values: pd.Series) -> tuple[str, ...]:
+    present = values.dropna().map(_category).map(str.strip)
+    cats = sorted(set(present))
+    if values.isna().any():
+        cats.append(MISSING)
+    return tuple(cats)
+
+
+def _infer_column(name: str, values: pd.Series, max_codes: int, id_ratio: float) -> Column:
+    present = values.dropna()
+    if present.dtype == object or pd.api.types.is_string_dtype(present):
+        present = present.map(lambda v: v.strip() if isinstance(v, str) else v)
+        present = present[present != ""]
+    n, n_missing = len(values), len(values) - len(present)
+    flags: list[str] = []
+    if len(present) == 0:
+        return Column(name, CATEGORICAL, categories=(MISSING,),
+                      flags=("all values are missing: drop this column",))
+    distinct = present.nunique()
+    if distinct == 1:
+        flags.append("constant: every value is the same, so it carries no information")
+
+    as_number = _numbers(present)
+    lowered = {str(v).lower() for v in present.unique()} if distinct <= 2 else set()
+    is_bool = pd.api.types.is_bool_dtype(present) or (
+        bool(lowered) and any(lowered <= w for w in _BOOL_WORDS))
+    if as_number is not None and not is_bool:
+        integer = bool(np.all(np.isclose(as_number, np.round(as_number))))
+        if not (integer and distinct <= max_codes):
+            if integer and distinct >= id_ratio * len(present) and len(present) >= 20:
+                flags.append(f"identifier-like: {distinct / len(present):.0%} of values are "
+                             "unique; drop it, or it wastes budget on noise")
+            if n_missing:
+                flags.append(f"{n_missing} missing values ({n_missing / n:.1%}); policy 'drop' "
+                             "removes those rows, or set missing='fill' with a public value")
+            return Column(name, NUMERIC, lower=float(as_number.min()),
+                          upper=float(as_number.max()), integer=integer, flags=tuple(flags))
+    cats = _categories_of(values.where(values.notna() & (values.astype(str).str.strip() != "")))
+    if distinct >= id_ratio * len(present) and len(present) >= 20 and distinct > 1:
+        flags.append(f"identifier-like: {distinct / len(present):.0%} of values are unique; "
+                     "drop it, or it wastes budget on noise")
+    elif distinct > 100:
+        flags.append(f"{distinct} categories: its marginals will be sparse and noisy")
+    return Column(name, CATEGORICAL, categories=cats, flags=tuple(flags))
+
+
+def _numbers(values: pd.Series) -> np.ndarray | None:
+    """The values as floats if every one of them parses as a finite number, else None."""
+    if pd.api.types.is_bool_dtype(values):
+        return None
+    if pd.api.types.is_numeric_dtype(values):
+        out = values.to_numpy(dtype=float)
+    else:
+        out = pd.to_numeric(values.astype(str).str.strip(), errors="coerce").to_numpy(dtype=float)
+    return out if np.isfinite(out).all() else None
+
+
+# ---- a table against its schema -------------------------------------------------------------
+
+
+def prepare(table: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """The table in the schema's terms: its columns in order, categoricals as strings (missing
+    as ``<missing>``), numerics as floats clipped to their bounds (integers rounded), rows with
+    a missing numeric dropped or filled per the column's policy.
+
+    Every disagreement is collected and raised at once, each naming its column.
+    """
+    missing_cols = [c.name for c in schema if c.name not in table.columns]
+    if missing_cols:
+        raise SchemaError(f"the table lacks schema columns {missing_cols}; "
+                          f"it has {list(map(str, table.columns))[:20]}")
+    dupes = table.columns[table.columns.duplicated()].unique().tolist()
+    if dupes:
+        raise SchemaError(f"the table has duplicate column names: {dupes}")
+    problems: list[str] = []
+    out: dict[str, pd.Series] = {}
+    keep = pd.Series(True, index=table.index)
+    for col in schema:
+        values = table[col.name]
+        if col.kind == CATEGORICAL:
+            out[col.name] = _prepare_categorical(col, values, problems)
+        else:
+            series, dropped = _prepare_numeric(col, values, problems)
+            out[col.name] = series
+            keep &= ~dropped
+    if problems:
+        raise SchemaError("the table disagrees with the schema: " + "; ".join(problems))
+    return pd.DataFrame(out, index=table.index)[keep].reset_index(drop=True)
+
+
+def validate(table: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """:func:`prepare` for a private input table, which must also have a usable target."""
+    frame = prepare(table, schema)
+    if frame.empty:
+        raise SchemaError("no rows are left after dropping rows with missing numeric values")
+    if schema.target is not None:
+        check_target(frame, schema.target)
+    return frame
+
+
+def category_values(values: pd.Series) -> pd.Series:
+    """Values as category strings: stripped, with missing (NaN, None, blank) as ``<missing>``.
+
+    Each distinct value is normalised once (factorize), then spread back by its code.
+    """
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    names = np.array([_category(u).strip() or MISSING for u in uniques] + [MISSING],
+                     dtype=object)
+    return pd.Series(names[codes], index=values.index, dtype=object)  # code −1 → <missing>
+
+
+def _prepare_categorical(col: Column, values: pd.Series, problems: list[str]) -> pd.Series:
+    text = category_values(values)
+    if col.categories is not None:
+        known = set(col.categories)
+        unseen = text[~text.isin(known)]
+        if len(unseen):
+            if OTHER in known:
+                text = text.where(text.isin(known), OTHER)
+            else:
+                examples = sorted(unseen.unique())[:3]
+                problems.append(
+                    f"column {col.name!r}: {len(unseen)} values are not among its "
+                    f"{len(known)} categories (e.g. {examples}); add them to the schema or "
+                    f"add an {OTHER!r} category to absorb them")
+    return text
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
+
+
+def _prepare_numeric(col: Column, values: pd.Series,
+                     problems: list[str]) -> tuple[pd.Series, pd.Series]:
+    if pd.api.types.is_bool_dtype(values):
+        problems.append(f"column {col.name!r}: holds true/false values but is declared numeric")
+        return values.astype(float), pd.Series(False, index=values.index)
+    if pd.api.types.is_numeric_dtype(values):
+        numbers = values.astype(float)
+        blank = numbers.isna()
+    else:
+        text = values.astype("string").str.strip()
+        blank = (text.isna() | (text == "")).to_numpy(dtype=bool)
+        blank = pd.Series(blank, index=values.index)
+        numbers = pd.to_numeric(text.mask(blank), errors="coerce").astype(float)
+        bad = numbers.isna() & ~blank
+        if bad.any():
+            examples = [str(v) for v in text[bad].unique()[:3]]
+            problems.append(f"column {col.name!r}: {int(bad.sum())} values are not numbers "
+                            f"(e.g. {examples})")
+    infinite = np.isinf(numbers)
+    if infinite.any():
+        problems.append(f"column {col.name!r}: {int(infinite.sum())} values are infinite")
+    dropped = pd.Series(False, index=values.index)
+    if blank.any():
+        if col.missing == "fill":
+            numbers = numbers.fillna(col.fill_value)
+        else:
+            dropped = blank
+    if col.lower is not None:
+        numbers = numbers.clip(col.lower, col.upper)
+    if col.integer:
+        numbers = numbers.round()
+    return numbers, dropped
+
+
+def check_target(table: pd.DataFrame, target: str) -> None:
+    """A usable target has at least two classes in ``table``."""
+    if target not in table.columns:
+        raise SchemaError(f"target column {target!r} is not in the table")
+    classes = table[target].dropna().unique()
+    if len(classes) < 2:
+        only = f" ({classes[0]!r})" if len(classes) else ""
+        raise SchemaError(f"target column {target!r} has a single class{only}; "
+                          "utility needs at least two")

@@ -1,0 +1,94 @@
+"""The app through Streamlit's AppTest: real scripts, real package, simulated browser."""
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from .conftest import REPO
+
+APP = str(REPO / "app.py")
+SYNTH = "pages/synthesize.py"
+
+
+@pytest.fixture
+def app():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def texts(at) -> str:
+    parts = [e.value for e in (*at.markdown, *at.caption, *at.subheader, *at.info, *at.error,
+                               *at.warning, *at.title)]
+    return "\n".join(str(p) for p in parts)
+
+
+def run_button(at):
+    return next(b for b in at.button if b.label == "Run")
+
+
+def test_starts_on_the_bundled_sample(app):
+    assert app.title[0].value == "Data"
+    assert "census demo (bundled sample): 5,000 rows" in texts(app)
+    assert not app.error
+    assert "for your eyes" in texts(app)
+
+
+def test_run_shows_the_release_and_keeps_it(app):
+    app.switch_page(SYNTH).run()
+    assert "No runs yet" in texts(app)
+    run_button(app).click().run()
+    assert not app.exception and not app.error
+    metrics = {m.label: m.value for m in app.metric}
+    assert float(metrics["ε spent"]) <= 1.0
+    assert {b.label for b in app.get("download_button")} >= {
+        "Synthetic table (CSV)", "Privacy ledger (JSON)", "Run configuration (JSON)"}
+    assert "python -m synth run DATA.csv" in app.code[0].value
+    assert "1 finished run this session" in texts(app)
+    assert "not part of the release" in texts(app)
+
+
+def test_bad_upload_shows_a_message_and_keeps_the_data(app):
+    app.sidebar.file_uploader[0].set_value(("broken.csv", b"a,b\n1\n2,3\n", "text/csv")).run()
+    assert not app.exception
+    assert any("Reading broken.csv failed" in e.value and "row 2 has 1 fields" in e.value
+               for e in app.error)
+    assert "census demo (bundled sample)" in texts(app)
+
+
+def test_uploaded_table_learns_its_domains_privately(app):
+    rows = "\n".join(f"{20 + i % 50},{'abc'[i % 3]},{'yn'[i % 2]}" for i in range(600))
+    data = f"age,group,answer\n{rows}\n".encode()
+    app.sidebar.file_uploader[0].set_value(("mine.csv", data, "text/csv")).run()
+    assert not app.exception and not app.error
+    assert "mine.csv: 600 rows" in texts(app)
+    assert "learns them privately" in texts(app)
+    app.switch_page(SYNTH).run()
+    share = next(s for s in app.slider if "learning data-derived domains" in s.label)
+    share.set_value(0.5).run()
+    app.select_slider[0].set_value(8.0).run()
+    run_button(app).click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    assert float(next(m.value for m in app.metric if m.label == "ε spent")) <= 8.0
+
+
+def test_a_failing_run_keeps_earlier_results(app):
+    app.switch_page(SYNTH).run()
+    run_button(app).click().run()
+    app.number_input[0].set_value(0.0).run()  # δ = 0: the Gaussian mechanism cannot run
+    run_button(app).click().run()
+    assert not app.exception
+    assert any("The run failed" in e.value and "δ > 0" in e.value for e in app.error)
+    assert "1 finished run this session" in texts(app)
+    assert any(m.label == "ε spent" for m in app.metric)  # the earlier release is still shown
+
+
+def test_schema_choices_on_the_data_page(app):
+    drop = next(m for m in app.multiselect if m.label.startswith("Columns to leave out"))
+    drop.select("region").run()
+    assert not app.exception
+    public = next(m for m in app.multiselect if m.label.startswith("Columns whose domain"))
+    public.unselect("age").run()
+    assert "1 column domains are data-derived (age)" in texts(app)
+    app.switch_page(SYNTH).run()
+    assert any("learning data-derived domains" in s.label for s in app.slider)

@@ -1,0 +1,98 @@
+"""The app in a real headless Chromium, served by a real ``streamlit run`` on loopback."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO
+
+pytestmark = pytest.mark.browser
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+         "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]
+SHOTS = Path(os.environ.get("SYNTH_SCREENSHOTS", REPO / ".screenshots"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"),
+         "--server.headless=true", f"--server.port={port}", "--server.address=127.0.0.1",
+         "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.read() == b"ok":
+                    break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        pytest.fail(f"streamlit did not start: {proc.stdout.read()}")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+@pytest.fixture
+def page(server):
+    playwright = pytest.importorskip("playwright.sync_api")
+    assert Path(CHROMIUM).exists(), "Debian's chromium is needed: the README's test command " \
+                                    "installs it (apt-get install chromium)"
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+        errors = []
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        pg.goto(server)
+        yield pg
+        SHOTS.mkdir(exist_ok=True)
+        browser.close()
+        assert not errors, errors
+
+
+def test_starts_on_the_sample_and_runs(page):
+    started = time.monotonic()
+    heading = page.get_by_text("census demo (bundled sample): 5,000 rows", exact=True)
+    heading.wait_for(timeout=30_000)
+    assert time.monotonic() - started < 30
+    page.get_by_text("Download schema (JSON)").wait_for(timeout=30_000)
+    page.screenshot(path=str(SHOTS / "data.png"), full_page=True)
+    page.get_by_role("link", name="Synthesize").click()
+    page.get_by_role("button", name="Run").click()
+    page.get_by_text("Release: independent ε=1").wait_for(timeout=60_000)
+    page.get_by_text("1 finished run this session").wait_for(timeout=10_000)
+    page.get_by_text("ε spent", exact=True).wait_for(timeout=20_000)
+    page.get_by_role("button", name="Privacy ledger (JSON)").wait_for(timeout=20_000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=20_000)
+    page.screenshot(path=str(SHOTS / "synthesize.png"), full_page=True)
+    assert "Traceback" not in page.content()
+
+
+def test_bad_upload_shows_a_clear_message(page):
+    page.get_by_text("census demo (bundled sample)").first.wait_for(timeout=30_000)
+    page.locator("input[type=file]").set_input_files(
+        files=[{"name": "broken.csv", "mimeType": "text/csv", "buffer": b"a,b\n1\n"}])
+    page.get_by_text("Reading broken.csv failed").wait_for(timeout=20_000)
+    assert page.get_by_text("row 2 has 1 fields but the header has 2").count() == 1
+    assert page.get_by_text("census demo (bundled sample): 5,000 rows", exact=True).count() == 1
+    page.screenshot(path=str(SHOTS / "bad_upload.png"), full_page=True)
+    assert "Traceback" not in page.content()

@@ -1,0 +1,106 @@
+"""The CLI's contract forms, run as a user would: in a subprocess."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from synth.data import sample_paths
+from synth.schema import Schema
+
+from .conftest import ADULT, REPO
+
+
+def synth(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "synth", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd or REPO, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def adult_files(tmp_path_factory):
+    out = tmp_path_factory.mktemp("adult")
+    assert synth("split", ADULT, "--out-dir", out).returncode == 0
+    return out
+
+
+def test_infer_run_evaluate_round_trip(tmp_path, adult_files):
+    schema_path = tmp_path / "schema.json"
+    res = synth("schema", "infer", adult_files / "adult_train.csv", "--out", schema_path,
+                "--target", "income")
+    assert res.returncode == 0, res.stderr
+    schema = Schema.load(schema_path)
+    assert schema.target == "income" and schema["age"].kind == "numeric"
+    # declare the protocol's public domains, as a steward would by editing the file
+    public = json.loads(schema_path.read_text())
+    for col in public["columns"]:
+        col["public"] = True
+    schema_path.write_text(json.dumps(public))
+
+    out, ledger = tmp_path / "synth.csv", tmp_path / "ledger.json"
+    res = synth("run", adult_files / "adult_train.csv", "--schema", schema_path, "--method",
+                "independent", "--epsilon", 1, "--delta", 1e-5, "--seed", 0, "--out", out,
+                "--ledger", ledger, "--set", "bins=16")
+    assert res.returncode == 0, res.stderr
+    assert "measure" in res.stderr  # the progress bar
+    table = pd.read_csv(out)
+    assert list(table.columns) == schema.names and len(table) == 21707
+    record = json.loads(ledger.read_text())
+    assert record["total_epsilon"] <= 1.0 and record["total_delta"] <= 1e-5
+    assert record["entries"][0]["mechanism"] == "gaussian"
+    assert record["params"] == {"bins": 16, "exact_integers": 128}
+    assert record["command"].startswith("python -m synth run")
+
+    res = synth("evaluate", adult_files / "adult_test.csv", out, "--schema", schema_path,
+                "--target", "income", "--train", adult_files / "adult_train.csv")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.strip().splitlines()
+    assert len(lines) == 1
+    figures = json.loads(lines[0])
+    assert {"accuracy", "macro_f1", "majority", "tvd1", "tvd2", "real_accuracy"} <= set(figures)
+    assert figures["majority"] == pytest.approx(0.7575, abs=1e-3)
+
+
+def test_run_with_data_derived_domains_and_a_share(tmp_path):
+    table, _ = sample_paths()
+    schema_path = tmp_path / "inferred.json"
+    assert synth("schema", "infer", table, "--out", schema_path).returncode == 0
+    res = synth("run", table, "--schema", schema_path, "--method", "independent", "--epsilon",
+                4, "--seed", 1, "--out", tmp_path / "o.csv", "--ledger", tmp_path / "l.json",
+                "--set", "share.domain=0.3", "--quiet")
+    assert res.returncode == 0, res.stderr
+    record = json.loads((tmp_path / "l.json").read_text())
+    assert record["budget"]["shares"] == pytest.approx({"domain": 0.3, "measure": 0.7})
+    assert record["total_delta"] <= 5000 ** -1.1  # the default δ = 1/n^1.1
+    assert all(c["learned"] for c in record["schema"]["columns"])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "missing.csv", "--schema", "s.json", "--method", "independent", "--epsilon", 1,
+      "--out", "o.csv", "--ledger", "l.json"], "error: no such file: 'missing.csv'"),
+    (["run", "{table}", "--schema", "{schema}", "--method", "independent", "--epsilon", -1,
+      "--out", "o.csv", "--ledger", "l.json"], "error: epsilon must be a finite number > 0"),
+    (["run", "{table}", "--schema", "{schema}", "--method", "independent", "--epsilon", 1,
+      "--delta", 2, "--out", "o.csv", "--ledger", "l.json"], "error: delta must lie in [0, 1)"),
+    (["run", "{table}", "--schema", "{schema}", "--method", "independent", "--epsilon", 1,
+      "--out", "o.csv", "--ledger", "l.json", "--set", "share.measure=0.5"],
+     "error: budget shares must sum to 1"),
+    (["run", "{table}", "--schema", "{schema}", "--method", "independent", "--epsilon", 1,
+      "--out", "o.csv", "--ledger", "l.json", "--set", "bins"], "error: --set expects key=value"),
+    (["evaluate", "{table}", "{table}", "--schema", "{schema}", "--target", "nope"],
+     "error: target column 'nope' is not in the schema"),
+    (["schema", "infer", "{schema}", "--out", "x.json"], "error: 'census_demo.schema.json'"),
+])
+def test_failures_exit_non_zero_with_one_line(tmp_path, args, message):
+    table, schema = sample_paths()
+    args = [str(a).format(table=table, schema=schema) for a in args]
+    res = synth(*args, cwd=tmp_path)
+    assert res.returncode != 0
+    assert res.stderr.strip().splitlines()[-1].startswith(message), res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_methods_lists_the_baseline():
+    res = synth("methods")
+    assert res.returncode == 0 and res.stdout.startswith("independent: Independent marginals")

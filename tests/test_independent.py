@@ -1,0 +1,126 @@
+"""The independent-marginals baseline, and through it the method interface of DESIGN.md."""
+
+import threading
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from synth.errors import BudgetError, Cancelled, SynthError
+from synth.evaluation import evaluate, marginal_tvd
+from synth.methods import FitContext, Progress, Spent, StageStarted, make
+from synth.privacy.budget import Budget
+from synth.schema import infer_schema
+
+BUDGET = Budget(1.0, 1e-5, {"measure": 1.0})
+
+
+def test_output_has_the_schema_columns_dtypes_and_domains(sample):
+    table, schema = sample
+    out = make("independent").fit(table, schema, BUDGET, FitContext(seed=0)).sample(3000)
+    assert list(out.columns) == schema.names and len(out) == 3000
+    for col in schema:
+        values = out[col.name]
+        if col.kind == "numeric":
+            assert values.dtype == np.int64
+            assert values.between(col.lower, col.upper).all()
+        else:
+            seen = set(values.fillna("<missing>"))
+            assert seen <= set(col.categories)
+    assert out["workclass"].isna().any()  # the missing category comes back as missing
+
+
+def test_same_seed_same_table_other_seed_other_table(sample):
+    table, schema = sample
+    runs = [make("independent").fit(table, schema, BUDGET, FitContext(seed=s)).sample(500)
+            for s in (1, 1, 2)]
+    pd.testing.assert_frame_equal(runs[0], runs[1])
+    assert not runs[0].equals(runs[2])
+
+
+def test_events_stage_progress_and_spend(sample):
+    table, schema = sample
+    events = []
+    model = make("independent").fit(table, schema, BUDGET, FitContext(seed=0,
+                                                                      on_event=events.append))
+    kinds = [type(e) for e in events]
+    assert kinds[0] is StageStarted and events[0].stage == "measure"
+    spent = [e for e in events if isinstance(e, Spent)]
+    assert len(spent) == 1 and spent[0].total_epsilon == model.ledger_.total_epsilon
+    last = [e for e in events if isinstance(e, Progress)][-1]
+    assert last.step == last.total == len(schema)
+
+
+def test_cancel_stops_the_fit_within_a_second(sample):
+    table, schema = sample
+    stop = threading.Event()
+    ctx = FitContext(seed=0, should_stop=stop.is_set,
+                     on_event=lambda e: stop.set() if isinstance(e, Spent) else None)
+    started = time.perf_counter()
+    with pytest.raises(Cancelled):
+        make("independent").fit(table, schema, BUDGET, ctx)
+    assert time.perf_counter() - started < 1.0
+
+
+def test_ledger_records_the_gaussian_it_ran(sample):
+    table, schema = sample
+    model = make("independent").fit(table, schema, BUDGET, FitContext(seed=0))
+    (entry,) = model.ledger_.entries
+    assert entry.mechanism == "gaussian" and entry.neighbouring == "add/remove one record"
+    p = entry.params
+    assert p["l2_sensitivity"] == pytest.approx(np.sqrt(len(schema)))
+    assert p["sigma"] == pytest.approx(p["l2_sensitivity"] / np.sqrt(2 * p["rho"]))
+    assert entry.epsilon <= 1.0 and entry.delta == 1e-5
+
+
+@settings(max_examples=15, deadline=None)
+@given(eps=st.floats(0.05, 10), log_delta=st.floats(-9, -3), domain=st.floats(0.05, 0.9))
+def test_ledger_total_never_exceeds_the_budget(sample, eps, log_delta, domain):
+    table, _ = sample
+    schema = infer_schema(table, target="income")  # data-derived: domains are learned too
+    budget = Budget(eps, 10.0**log_delta, {"domain": domain, "measure": 1 - domain})
+    model = make("independent")
+    try:
+        model.fit(table, schema, budget, FitContext(seed=0))
+        assert model.schema_.releasable
+    except BudgetError as exc:  # too small a budget is refused, not overspent
+        assert "too few rows for the budget" in str(exc)
+    assert model.ledger_.total_epsilon <= budget.epsilon * (1 + 1e-9)
+    assert model.ledger_.total_delta <= budget.delta * (1 + 1e-9)
+
+
+def test_data_derived_domains_need_a_domain_share(sample):
+    table, _ = sample
+    schema = infer_schema(table)
+    with pytest.raises(BudgetError, match="give the budget a 'domain' share"):
+        make("independent").fit(table, schema, BUDGET)
+    model = make("independent")
+    shares = model.default_shares(schema)
+    assert shares == pytest.approx({"domain": 0.1, "measure": 0.9})
+    model.fit(table, schema, Budget(2.0, 1e-5, shares), FitContext(seed=0))
+    assert all(c.learned for c in model.schema_)
+
+
+def test_budget_without_the_method_stage_is_refused(sample):
+    table, schema = sample
+    with pytest.raises(SynthError, match=r"needs budget shares for \['measure'\]"):
+        make("independent").fit(table, schema, Budget(1.0, 1e-5, {"gan": 1.0}))
+
+
+def test_unfitted_model_cannot_sample():
+    with pytest.raises(SynthError, match="not fitted"):
+        make("independent").sample(10)
+
+
+def test_marginals_are_accurate_but_pairs_are_not(adult_parts, adult_public):
+    train, _, test = adult_parts
+    out = make("independent").fit(train, adult_public, Budget(8.0, 1e-5, {"measure": 1}),
+                                  FitContext(seed=0)).sample()
+    fid = marginal_tvd(train, out, adult_public)
+    assert fid.tvd1 < 0.02  # each column is right ...
+    assert fid.tvd2 > 3 * fid.tvd1  # ... but the columns are independent
+    result = evaluate(test, out, adult_public, real_train=train)
+    assert result["accuracy"] <= result["majority"] + 0.02  # nothing to learn from

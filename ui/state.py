@@ -1,0 +1,91 @@
+"""Typed access to Streamlit's session state, so pages share data without string keys."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from synth.data import load_sample
+from synth.errors import SynthError
+from synth.schema import Schema
+
+log = logging.getLogger(__name__)
+
+SAMPLE_NAME = "census demo (bundled sample)"
+
+
+@dataclass
+class Dataset:
+    """The private table and the schema the user is working with."""
+
+    name: str
+    table: pd.DataFrame
+    schema: Schema  # the working schema: edited on the Data page
+    inferred: Schema  # as read off the table, before any edits
+
+
+@dataclass
+class Run:
+    """A finished synthesis, kept for the session under a descriptive name."""
+
+    name: str
+    method: str
+    params: dict[str, Any]
+    synthetic: pd.DataFrame
+    ledger: dict[str, Any]
+    config: dict[str, Any]
+    seconds: float
+    evaluation: dict[str, Any] = field(default_factory=dict)
+
+
+@st.cache_data(show_spinner=False)
+def _sample() -> tuple[pd.DataFrame, Schema]:
+    return load_sample()
+
+
+def dataset() -> Dataset:
+    """The current dataset; the bundled sample until the user uploads another."""
+    if "dataset" not in st.session_state:
+        table, schema = _sample()
+        st.session_state["dataset"] = Dataset(SAMPLE_NAME, table, schema, schema)
+    return st.session_state["dataset"]
+
+
+def set_dataset(ds: Dataset) -> None:
+    st.session_state["dataset"] = ds
+
+
+def reset_dataset() -> None:
+    """Back to the bundled sample (an upload already read is not read again)."""
+    st.session_state.pop("dataset", None)
+
+
+def set_schema(schema: Schema) -> None:
+    dataset().schema = schema
+
+
+def runs() -> list[Run]:
+    return st.session_state.setdefault("runs", [])
+
+
+def add_run(run: Run) -> None:
+    runs().append(run)
+
+
+@contextlib.contextmanager
+def guard(action: str) -> Iterator[None]:
+    """Show a failure as a message, never a traceback; earlier results stay untouched."""
+    try:
+        yield
+    except SynthError as exc:
+        st.error(f"{action} failed: {exc}")
+    except Exception as exc:  # a bug: log it for us, tell the user plainly
+        log.exception("%s failed", action)
+        st.error(f"{action} failed unexpectedly ({type(exc).__name__}: {exc}). Earlier results "
+                 "are kept; please report this.")
