@@ -2,8 +2,8 @@
 
 They do not touch the ledger: the caller spends first (so a refused entry means the mechanism
 never runs), then calls the mechanism. Arguments always come in the order: data-derived
-values, privacy parameter (ε or ρ), sensitivity, rng. Selection mechanisms work on the last axis of ``scores``
-so a batch of independent selections is one call.
+values, privacy parameter (ε or ρ), sensitivity, rng. Selection mechanisms work on the last
+axis of ``scores``, so a batch of independent selections is one call.
 """
 
 from __future__ import annotations
