@@ -64,5 +64,8 @@ if not ds.schema.releasable:
             "the budget.")
 st.caption("Declaring a domain public asserts that its categories or bounds, as listed, are "
            "known without looking at this table (from a codebook, say): they are released as is.")
-st.download_button("Download schema (JSON)", data=json.dumps(ds.schema.to_dict(), indent=2),
-                   file_name="schema.json", mime="application/json")
+st.download_button("Download working schema (JSON)",
+                   data=json.dumps(ds.schema.to_dict(), indent=2), file_name="schema.json",
+                   mime="application/json")
+st.caption("The working schema holds domains and warnings read off the private table: keep it "
+           "with the data. Releases carry only public and privately learned domains.")

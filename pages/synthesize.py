@@ -7,6 +7,7 @@ import time
 import pandas as pd
 import streamlit as st
 
+from synth.errors import SynthError
 from synth.evaluation import evaluate, marginal_tvd
 from synth.methods import METHODS, FitContext, Progress, Spent, StageStarted, make
 from synth.plots import ledger_chart, marginal_chart, tvd_heatmap, utility_chart
@@ -75,10 +76,13 @@ if st.button("Run", type="primary"):
             command += ["--set", item]
         config = {"method": method, "params": model.get_params(), "epsilon": epsilon,
                   "delta": delta, "shares": dict(budget.shares), "seed": int(seed),
-                  "command": shlex.join(command), "schema": schema.to_dict()}
+                  "command": shlex.join(command), "schema": schema.public_view().to_dict()}
         evaluation = {}
         if test is not None and not test.empty:
-            evaluation = evaluate(test, synthetic, schema, real_train=private)
+            try:  # a failed measurement must not cost the user a finished release
+                evaluation = evaluate(test, synthetic, schema, real_train=private)
+            except SynthError as exc:
+                evaluation = {"error": str(exc)}
         name = f"{method} ε={epsilon:g} seed={int(seed)} #{len(state.runs()) + 1}"
         state.add_run(state.Run(name, method, model.get_params(), synthetic, ledger, config,
                                 seconds, evaluation))
@@ -116,7 +120,9 @@ with state.guard("Comparing with the real table"):
     e1, e2 = st.columns(2)
     e1.metric("1-way TVD (avg)", f"{fidelity.tvd1:.3f}")
     e2.metric("2-way TVD (avg)", f"{fidelity.tvd2:.3f}")
-    if run.evaluation:
+    if "error" in run.evaluation:
+        st.warning(f"Utility could not be measured: {run.evaluation['error']}")
+    elif run.evaluation:
         ev = run.evaluation
         st.plotly_chart(utility_chart({run.name: ev}, ev["majority"], ev.get("real_accuracy")),
                         width="stretch")

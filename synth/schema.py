@@ -188,6 +188,17 @@ class Schema:
         return replace(self, columns=tuple(replace(c, public=c.name in chosen)
                                            for c in self.columns))
 
+    def public_view(self) -> Schema:
+        """What may leave the steward's hands: public and DP-learned domains as they are;
+        data-derived domains and the inference flags (both read off the table) removed."""
+        def redact(c: Column) -> Column:
+            if c.releasable:
+                return replace(c, flags=())
+            return replace(c, lower=None, upper=None, categories=None, flags=(),
+                           fill_value=c.fill_value if c.missing == "fill" else None)
+
+        return replace(self, columns=tuple(redact(c) for c in self.columns))
+
     # ---- JSON -----------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """The app through Streamlit's AppTest: real scripts, real package, simulated browser."""
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -70,6 +71,28 @@ def test_uploaded_table_learns_its_domains_privately(app):
     run_button(app).click().run()
     assert not app.exception and not app.error, [e.value for e in app.error]
     assert float(next(m.value for m in app.metric if m.label == "ε spent")) <= 8.0
+    # the downloadable configuration carries no domain read off the table
+    released = app.session_state["runs"][0].config["schema"]["columns"]
+    assert all(c["categories"] is None and c["lower"] is None for c in released)
+
+
+def test_a_failed_utility_check_keeps_the_release(app):
+    n = 600
+    test_rows = set(np.random.default_rng(0).permutation(n)[5 * n // 6:])  # the protocol split
+    minority = [i for i in range(n) if i not in test_rows][:20]
+    labels = ["b" if i in minority else "a" for i in range(n)]
+    rows = "\n".join(f"{i % 7},{'xyz'[i % 3]},{labels[i]}" for i in range(n))
+    data = f"k,g,label\n{rows}\n".encode()
+    app.sidebar.file_uploader[0].set_value(("onesided.csv", data, "text/csv")).run()
+    next(m for m in app.multiselect if m.label.startswith("Columns whose domain")).select(
+        "k").select("g").select("label").run()
+    app.selectbox(key="target:onesided.csv").set_value("label").run()
+    app.switch_page(SYNTH).run()
+    run_button(app).click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    assert any("Utility could not be measured" in w.value and "single class" in w.value
+               for w in app.warning)
+    assert "1 finished run this session" in texts(app)
 
 
 def test_a_failing_run_keeps_earlier_results(app):

@@ -74,7 +74,7 @@ def test_starts_on_the_sample_and_runs(page):
     heading = page.get_by_text("census demo (bundled sample): 5,000 rows", exact=True)
     heading.wait_for(timeout=30_000)
     assert time.monotonic() - started < 30
-    page.get_by_text("Download schema (JSON)").wait_for(timeout=30_000)
+    page.get_by_text("Download working schema (JSON)").wait_for(timeout=30_000)
     page.screenshot(path=str(SHOTS / "data.png"), full_page=True)
     page.get_by_role("link", name="Synthesize").click()
     page.get_by_role("button", name="Run").click()

@@ -1,5 +1,7 @@
 """Schema inference, JSON round-trip and preparing a table against a schema."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -98,3 +100,14 @@ def test_declare_public_and_drop():
     assert dropped.names == ["a", "b"] and dropped.target is None
     with pytest.raises(Exception, match="unknown columns"):
         schema.drop(["zz"])
+
+
+def test_public_view_keeps_only_what_may_be_released():
+    schema = infer_schema(pd.DataFrame({"secret": ["x", "y", "z"] * 10, "n": range(30),
+                                        "open": ["a", "b", "c"] * 10}))
+    schema = schema.declare_public(["open"])
+    view = schema.public_view()
+    assert view["secret"].categories is None and view["n"].lower is None
+    assert view["open"].categories == ("a", "b", "c")
+    assert all(not c.flags for c in view)
+    assert Schema.from_json(json.dumps(view.to_dict())) == view

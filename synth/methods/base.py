@@ -147,9 +147,9 @@ class Synthesizer:
             schema = learn_domains(data, schema, self.ledger_, self.rng_,
                                    progress=lambda i, k: ctx.progress(DOMAIN, i, k))
             data = prepare(table, schema)
-        self.schema_ = schema
+        self.schema_ = schema.public_view()  # releasable: no flags read off the table
         self.n_rows_ = len(data)
-        self._fit(data, schema, ctx)
+        self._fit(data, self.schema_, ctx)
         return self
 
     def sample(self, n: int | None = None, seed: int | None = None) -> pd.DataFrame:
