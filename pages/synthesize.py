@@ -1,12 +1,12 @@
 """Synthesize: choose a method and a budget, run it, download the release."""
 
 import json
-import shlex
 import time
 
 import pandas as pd
 import streamlit as st
 
+from synth.cli import run_command
 from synth.errors import SynthError
 from synth.evaluation import evaluate, marginal_tvd
 from synth.methods import METHODS, FitContext, Progress, Spent, StageStarted, make
@@ -68,15 +68,11 @@ if st.button("Run", type="primary"):
         seconds = time.perf_counter() - started
         bar.progress(1.0, text=f"done in {seconds:.1f} s")
         ledger = model.ledger_.to_dict()
-        sets = [f"share.{k}={v:g}" for k, v in budget.shares.items()]
-        command = ["python", "-m", "synth", "run", "DATA.csv", "--schema", "schema.json",
-                   "--method", method, "--epsilon", f"{epsilon:g}", "--delta", f"{delta:g}",
-                   "--seed", str(int(seed)), "--out", "synth.csv", "--ledger", "ledger.json"]
-        for item in sets:
-            command += ["--set", item]
-        config = {"method": method, "params": model.get_params(), "epsilon": epsilon,
-                  "delta": delta, "shares": dict(budget.shares), "seed": int(seed),
-                  "command": shlex.join(command), "schema": schema.public_view().to_dict()}
+        params, shares = model.get_params(), dict(budget.shares)
+        config = {"method": method, "params": params, "epsilon": epsilon, "delta": delta,
+                  "shares": shares, "seed": int(seed),
+                  "command": run_command(method, epsilon, delta, int(seed), params, shares),
+                  "schema": schema.public_view().to_dict()}
         evaluation = {}
         if test is not None and not test.empty:
             try:  # a failed measurement must not cost the user a finished release
@@ -84,8 +80,7 @@ if st.button("Run", type="primary"):
             except SynthError as exc:
                 evaluation = {"error": str(exc)}
         name = f"{method} ε={epsilon:g} seed={int(seed)} #{len(state.runs()) + 1}"
-        state.add_run(state.Run(name, method, model.get_params(), synthetic, ledger, config,
-                                seconds, evaluation))
+        state.add_run(state.Run(name, synthetic, ledger, config, seconds, evaluation))
         finished = True
 if finished:  # redraw from state, sidebar included (outside the guard: rerun is an exception)
     st.rerun()
@@ -111,6 +106,8 @@ d2.download_button("Privacy ledger (JSON)", json.dumps(run.ledger, indent=2),
 d3.download_button("Run configuration (JSON)", json.dumps(run.config, indent=2),
                    file_name="run.json", mime="application/json")
 st.code(run.config["command"], language="bash")
+st.caption("To reproduce this release outside the app, save the configuration's `schema` as "
+           "schema.json and run the command above on the same table.")
 st.dataframe(run.synthetic.head(100), width="stretch", height=220)
 
 st.subheader("Real vs synthetic")

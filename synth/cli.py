@@ -70,6 +70,20 @@ class _Bars:
             self.bar = None
 
 
+def run_command(method: str, epsilon: float, delta: float, seed: int,
+                params: dict[str, Any], shares: dict[str, float], data: str = "DATA.csv",
+                schema: str = "schema.json") -> str:
+    """The ``python -m synth run`` line that reproduces a run (for the app and reports)."""
+    words = ["python", "-m", "synth", "run", data, "--schema", schema, "--method", method,
+             "--epsilon", f"{epsilon:g}", "--delta", f"{delta:g}", "--seed", str(seed),
+             "--out", "synth.csv", "--ledger", "ledger.json"]
+    for key, value in params.items():
+        words += ["--set", f"{key}={json.dumps(value)}"]
+    for stage, share in shares.items():
+        words += ["--set", f"share.{stage}={share:.17g}"]
+    return shlex.join(words)
+
+
 def cmd_schema_infer(args: argparse.Namespace) -> int:
     table = read_table(args.data, max_bytes=args.max_bytes)
     schema = infer_schema(table, target=args.target)

@@ -276,54 +276,48 @@ def infer_schema(table: pd.DataFrame, target: str | None = None, *, max_codes: i
 
 
 def _as_categorical(col: Column, values: pd.Series) -> Column:
-    cats = _categories_of(values)
-    return Column(col.name, CATEGORICAL, categories=cats, flags=col.flags)
+    return Column(col.name, CATEGORICAL, categories=_categories_of(values), flags=col.flags)
 
 
 def _categories_of(values: pd.Series) -> tuple[str, ...]:
-    present = values.dropna().map(_category).map(str.strip)
-    cats = sorted(set(present))
-    if values.isna().any():
-        cats.append(MISSING)
-    return tuple(cats)
+    """Sorted categories, with ``<missing>`` last when any value is missing."""
+    seen = set(category_values(values))
+    cats = sorted(seen - {MISSING})
+    return (*cats, MISSING) if MISSING in seen else tuple(cats)
 
 
 def _infer_column(name: str, values: pd.Series, max_codes: int, id_ratio: float) -> Column:
-    present = values.dropna()
-    if present.dtype == object or pd.api.types.is_string_dtype(present):
-        present = present.map(lambda v: v.strip() if isinstance(v, str) else v)
-        present = present[present != ""]
-    n, n_missing = len(values), len(values) - len(present)
-    flags: list[str] = []
+    present = values[(category_values(values) != MISSING).to_numpy()]
     if len(present) == 0:
         return Column(name, CATEGORICAL, categories=(MISSING,),
                       flags=("all values are missing: drop this column",))
+    n_missing = len(values) - len(present)
     distinct = present.nunique()
+    flags: list[str] = []
     if distinct == 1:
         flags.append("constant: every value is the same, so it carries no information")
+    identifier = distinct > 1 and len(present) >= 20 and distinct >= id_ratio * len(present)
+    id_flag = (f"identifier-like: {distinct / len(present):.0%} of values are unique; drop it, "
+               "or it wastes budget on noise")
 
     as_number = _numbers(present)
-    lowered = {str(v).lower() for v in present.unique()} if distinct <= 2 else set()
-    is_bool = pd.api.types.is_bool_dtype(present) or (
-        bool(lowered) and any(lowered <= w for w in _BOOL_WORDS))
-    if as_number is not None and not is_bool:
-        integer = bool(np.all(np.isclose(as_number, np.round(as_number))))
-        if not (integer and distinct <= max_codes):
-            if integer and distinct >= id_ratio * len(present) and len(present) >= 20:
-                flags.append(f"identifier-like: {distinct / len(present):.0%} of values are "
-                             "unique; drop it, or it wastes budget on noise")
-            if n_missing:
-                flags.append(f"{n_missing} missing values ({n_missing / n:.1%}); policy 'drop' "
-                             "removes those rows, or set missing='fill' with a public value")
-            return Column(name, NUMERIC, lower=float(as_number.min()),
-                          upper=float(as_number.max()), integer=integer, flags=tuple(flags))
-    cats = _categories_of(values.where(values.notna() & (values.astype(str).str.strip() != "")))
-    if distinct >= id_ratio * len(present) and len(present) >= 20 and distinct > 1:
-        flags.append(f"identifier-like: {distinct / len(present):.0%} of values are unique; "
-                     "drop it, or it wastes budget on noise")
+    words = {str(v).strip().lower() for v in present.unique()} if distinct <= 2 else set()
+    is_bool = pd.api.types.is_bool_dtype(present) or any(words and words <= w
+                                                         for w in _BOOL_WORDS)
+    integer = as_number is not None and bool(np.all(as_number == np.round(as_number)))
+    if as_number is not None and not is_bool and not (integer and distinct <= max_codes):
+        if identifier and integer:  # real-valued columns are nearly unique by nature
+            flags.append(id_flag)
+        if n_missing:
+            flags.append(f"{n_missing} missing values ({n_missing / len(values):.1%}); policy "
+                         "'drop' removes those rows, or set missing='fill' with a public value")
+        return Column(name, NUMERIC, lower=float(as_number.min()),
+                      upper=float(as_number.max()), integer=integer, flags=tuple(flags))
+    if identifier:
+        flags.append(id_flag)
     elif distinct > 100:
         flags.append(f"{distinct} categories: its marginals will be sparse and noisy")
-    return Column(name, CATEGORICAL, categories=cats, flags=tuple(flags))
+    return Column(name, CATEGORICAL, categories=_categories_of(values), flags=tuple(flags))
 
 
 def _numbers(values: pd.Series) -> np.ndarray | None:

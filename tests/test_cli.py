@@ -1,6 +1,7 @@
 """The CLI's contract forms, run as a user would: in a subprocess."""
 
 import json
+import shlex
 import subprocess
 import sys
 
@@ -104,3 +105,16 @@ def test_failures_exit_non_zero_with_one_line(tmp_path, args, message):
 def test_methods_lists_the_baseline():
     res = synth("methods")
     assert res.returncode == 0 and res.stdout.startswith("independent: Independent marginals")
+
+
+def test_run_command_is_what_the_cli_parses():
+    from synth.cli import build_parser, run_command
+    from synth.methods import parse_settings
+
+    line = run_command("independent", 0.5, 1e-6, 3, {"bins": 16, "exact_integers": 0},
+                       {"domain": 0.1, "measure": 0.9})
+    args = build_parser().parse_args(shlex.split(line)[3:])
+    assert (args.method, args.epsilon, args.delta, args.seed) == ("independent", 0.5, 1e-6, 3)
+    params, shares = parse_settings(args.set)
+    assert params == {"bins": 16, "exact_integers": 0}
+    assert shares == {"domain": 0.1, "measure": 0.9}

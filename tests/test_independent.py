@@ -60,9 +60,12 @@ def test_cancel_stops_the_fit_within_a_second(sample):
     ctx = FitContext(seed=0, should_stop=stop.is_set,
                      on_event=lambda e: stop.set() if isinstance(e, Spent) else None)
     started = time.perf_counter()
+    model = make("independent")
     with pytest.raises(Cancelled):
-        make("independent").fit(table, schema, BUDGET, ctx)
+        model.fit(table, schema, BUDGET, ctx)
     assert time.perf_counter() - started < 1.0
+    with pytest.raises(SynthError, match="not fitted"):
+        model.sample(10)
 
 
 def test_ledger_records_the_gaussian_it_ran(sample):

@@ -35,11 +35,9 @@ class Run:
     """A finished synthesis, kept for the session under a descriptive name."""
 
     name: str
-    method: str
-    params: dict[str, Any]
     synthetic: pd.DataFrame
     ledger: dict[str, Any]
-    config: dict[str, Any]
+    config: dict[str, Any]  # method, parameters, budget, seed, CLI command, released schema
     seconds: float
     evaluation: dict[str, Any] = field(default_factory=dict)
 

@@ -133,6 +133,7 @@ class Synthesizer:
     def fit(self, table: pd.DataFrame, schema: Schema, budget: Budget,
             ctx: FitContext | None = None) -> Synthesizer:
         ctx = ctx or FitContext()
+        self.__dict__.pop("schema_", None)  # a failed or cancelled fit leaves it unfitted
         missing = [s for s in self.stages if s not in budget.shares]
         if missing:
             raise SynthError(f"method {self.name!r} needs budget shares for {missing}; "
@@ -147,9 +148,10 @@ class Synthesizer:
             schema = learn_domains(data, schema, self.ledger_, self.rng_,
                                    progress=lambda i, k: ctx.progress(DOMAIN, i, k))
             data = prepare(table, schema)
-        self.schema_ = schema.public_view()  # releasable: no flags read off the table
+        schema = schema.public_view()  # releasable: no flags read off the table
         self.n_rows_ = len(data)
-        self._fit(data, self.schema_, ctx)
+        self._fit(data, schema, ctx)
+        self.schema_ = schema  # set last: it marks the model as fitted
         return self
 
     def sample(self, n: int | None = None, seed: int | None = None) -> pd.DataFrame:

@@ -10,8 +10,6 @@ a broken mechanism (say, half the noise) shows up as a bound above it.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from scipy.stats import beta
 
@@ -58,15 +56,3 @@ def event_counts(outputs: np.ndarray, events: np.ndarray) -> np.ndarray:
     sorted_out = np.sort(outputs.ravel())
     return sorted_out.size - np.searchsorted(sorted_out, events, side="right")
 
-
-def _selftest() -> None:  # pragma: no cover - a quick sanity run: python -m synth.privacy.audit
-    rng = np.random.default_rng(0)
-    n = 200_000
-    a = rng.laplace(0, 1, n)
-    b = 1 + rng.laplace(0, 1, n)
-    t = np.linspace(0.5, 4, 8)
-    print(epsilon_lower_bound(event_counts(b, t), event_counts(a, t), n), "≤", 1.0, math.e)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    _selftest()
