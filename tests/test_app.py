@@ -7,7 +7,7 @@ from streamlit.testing.v1 import AppTest
 from .conftest import REPO
 
 APP = str(REPO / "app.py")
-SYNTH = "pages/synthesize.py"
+SYNTH = "app_pages/synthesize.py"
 
 
 @pytest.fixture

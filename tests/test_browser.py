@@ -27,8 +27,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server():
+@pytest.fixture
+def server():  # a fresh server per test: some behaviour depends on the first request
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"),
@@ -53,7 +53,7 @@ def server():
 
 
 @pytest.fixture
-def page(server):
+def page(server, request):
     playwright = pytest.importorskip("playwright.sync_api")
     assert Path(CHROMIUM).exists(), "Debian's chromium is needed: the README's test command " \
                                     "installs it (apt-get install chromium)"
@@ -62,7 +62,7 @@ def page(server):
         pg = browser.new_page(viewport={"width": 1400, "height": 1000})
         errors = []
         pg.on("pageerror", lambda e: errors.append(str(e)))
-        pg.goto(server)
+        pg.goto(server + getattr(request, "param", "/"))
         yield pg
         SHOTS.mkdir(exist_ok=True)
         browser.close()
@@ -96,3 +96,12 @@ def test_bad_upload_shows_a_clear_message(page):
     assert page.get_by_text("census demo (bundled sample): 5,000 rows", exact=True).count() == 1
     page.screenshot(path=str(SHOTS / "bad_upload.png"), full_page=True)
     assert "Traceback" not in page.content()
+
+
+@pytest.mark.parametrize("page", ["/synthesize"], indirect=True)
+def test_a_deep_link_as_first_request_still_runs_the_app(page):
+    page.get_by_role("button", name="Run").wait_for(timeout=30_000)
+    page.get_by_text("Dataset", exact=True).wait_for(timeout=30_000)
+    assert page.title() == "Private synthetic data workbench"
+    nav = page.get_by_test_id("stSidebarNav").inner_text()
+    assert "Data" in nav and "Synthesize" in nav and "app" not in nav.split()

@@ -13,6 +13,7 @@ import streamlit as st
 
 from synth.data import load_sample
 from synth.errors import SynthError
+from synth.evaluation import Fidelity
 from synth.schema import Schema
 
 log = logging.getLogger(__name__)
@@ -36,10 +37,13 @@ class Run:
 
     name: str
     synthetic: pd.DataFrame
+    real: pd.DataFrame  # the rows it was synthesized from: for comparisons, never released
+    schema: Schema  # the working schema of the run (may hold data-derived domains)
     ledger: dict[str, Any]
     config: dict[str, Any]  # method, parameters, budget, seed, CLI command, released schema
     seconds: float
-    evaluation: dict[str, Any] = field(default_factory=dict)
+    evaluation: dict[str, Any] = field(default_factory=dict)  # utility, or {"error": ...}
+    fidelity: Fidelity | None = None  # against the rows that were synthesized
 
 
 @st.cache_data(show_spinner=False)

@@ -73,14 +73,16 @@ if st.button("Run", type="primary"):
                   "shares": shares, "seed": int(seed),
                   "command": run_command(method, epsilon, delta, int(seed), params, shares),
                   "schema": schema.public_view().to_dict()}
-        evaluation = {}
-        if test is not None and not test.empty:
-            try:  # a failed measurement must not cost the user a finished release
+        evaluation, fidelity = {}, None
+        try:  # a failed measurement must not cost the user a finished release
+            fidelity = marginal_tvd(private, synthetic, schema)
+            if test is not None and not test.empty:
                 evaluation = evaluate(test, synthetic, schema, real_train=private)
-            except SynthError as exc:
-                evaluation = {"error": str(exc)}
+        except SynthError as exc:
+            evaluation = {"error": str(exc)}
         name = f"{method} ε={epsilon:g} seed={int(seed)} #{len(state.runs()) + 1}"
-        state.add_run(state.Run(name, synthetic, ledger, config, seconds, evaluation))
+        state.add_run(state.Run(name, synthetic, private, schema, ledger, config, seconds,
+                                evaluation, fidelity))
         finished = True
 if finished:  # redraw from state, sidebar included (outside the guard: rerun is an exception)
     st.rerun()
@@ -113,17 +115,18 @@ st.dataframe(run.synthetic.head(100), width="stretch", height=220)
 st.subheader("Real vs synthetic")
 st.caption("Uses the real data: for your eyes, not part of the release.")
 with state.guard("Comparing with the real table"):
-    fidelity = marginal_tvd(ds.table, run.synthetic, schema)
-    e1, e2 = st.columns(2)
-    e1.metric("1-way TVD (avg)", f"{fidelity.tvd1:.3f}")
-    e2.metric("2-way TVD (avg)", f"{fidelity.tvd2:.3f}")
+    if run.fidelity is not None:
+        e1, e2 = st.columns(2)
+        e1.metric("1-way TVD (avg)", f"{run.fidelity.tvd1:.3f}")
+        e2.metric("2-way TVD (avg)", f"{run.fidelity.tvd2:.3f}")
     if "error" in run.evaluation:
         st.warning(f"Utility could not be measured: {run.evaluation['error']}")
     elif run.evaluation:
         ev = run.evaluation
         st.plotly_chart(utility_chart({run.name: ev}, ev["majority"], ev.get("real_accuracy")),
                         width="stretch")
-    column = st.selectbox("Column", schema.names)
-    st.plotly_chart(marginal_chart(ds.table, {run.name: run.synthetic}, schema, column),
+    column = st.selectbox("Column", run.schema.names)
+    st.plotly_chart(marginal_chart(run.real, {run.name: run.synthetic}, run.schema, column),
                     width="stretch")
-    st.plotly_chart(tvd_heatmap(fidelity), width="stretch")
+    if run.fidelity is not None:
+        st.plotly_chart(tvd_heatmap(run.fidelity), width="stretch")
