@@ -8,7 +8,7 @@ import streamlit as st
 
 from synth.cli import run_command
 from synth.errors import SynthError
-from synth.evaluation import evaluate, marginal_tvd
+from synth.evaluation import marginal_tvd, utility
 from synth.methods import METHODS, FitContext, Progress, Spent, StageStarted, make
 from synth.plots import ledger_chart, marginal_chart, tvd_heatmap, utility_chart
 from synth.privacy.budget import Budget, default_delta, merge_shares
@@ -77,7 +77,7 @@ if st.button("Run", type="primary"):
         try:  # a failed measurement must not cost the user a finished release
             fidelity = marginal_tvd(private, synthetic, schema)
             if test is not None and not test.empty:
-                evaluation = evaluate(test, synthetic, schema, real_train=private)
+                evaluation = utility(test, synthetic, schema, real_train=private)
         except SynthError as exc:
             evaluation = {"error": str(exc)}
         name = f"{method} ε={epsilon:g} seed={int(seed)} #{len(state.runs()) + 1}"
@@ -120,7 +120,8 @@ with state.guard("Comparing with the real table"):
         e1.metric("1-way TVD (avg)", f"{run.fidelity.tvd1:.3f}")
         e2.metric("2-way TVD (avg)", f"{run.fidelity.tvd2:.3f}")
     if "error" in run.evaluation:
-        st.warning(f"Utility could not be measured: {run.evaluation['error']}")
+        st.warning(f"The comparison with the real data could not be completed: "
+                   f"{run.evaluation['error']}")
     elif run.evaluation:
         ev = run.evaluation
         st.plotly_chart(utility_chart({run.name: ev}, ev["majority"], ev.get("real_accuracy")),

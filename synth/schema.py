@@ -302,8 +302,8 @@ def _infer_column(name: str, values: pd.Series, max_codes: int, id_ratio: float)
 
     as_number = _numbers(present)
     words = {str(v).strip().lower() for v in present.unique()} if distinct <= 2 else set()
-    is_bool = pd.api.types.is_bool_dtype(present) or any(words and words <= w
-                                                         for w in _BOOL_WORDS)
+    is_bool = pd.api.types.is_bool_dtype(present) or (
+        bool(words) and any(words <= w for w in _BOOL_WORDS))
     integer = as_number is not None and bool(np.all(as_number == np.round(as_number)))
     if as_number is not None and not is_bool and not (integer and distinct <= max_codes):
         if identifier and integer:  # real-valued columns are nearly unique by nature
