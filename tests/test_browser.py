@@ -80,7 +80,8 @@ def test_starts_on_the_sample_and_runs(page):
     page.get_by_role("button", name="Run").click()
     page.get_by_text("Release: independent ε=1").wait_for(timeout=60_000)
     page.get_by_text("1 finished run this session").wait_for(timeout=10_000)
-    page.get_by_text("ε spent", exact=True).wait_for(timeout=20_000)
+    page.get_by_test_id("stMetricLabel").get_by_text("ε spent", exact=True).wait_for(
+        timeout=20_000)
     page.get_by_role("button", name="Privacy ledger (JSON)").wait_for(timeout=20_000)
     page.locator(".js-plotly-plot").first.wait_for(timeout=20_000)
     page.screenshot(path=str(SHOTS / "synthesize.png"), full_page=True)
