@@ -150,7 +150,7 @@ def cmd_methods(args: argparse.Namespace) -> int:
     for name, cls in METHODS.items():
         params = ", ".join(f"{k}={v!r}" for k, v in cls.param_defaults().items())
         print(f"{name}: {cls.title} ({cls.paper})\n  {cls.summary}\n  parameters: {params}\n"
-              f"  budget shares: {dict(cls.stages)}")
+              f"  budget shares: {dict(cls().stages)}")
     return 0
 
 

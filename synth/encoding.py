@@ -1,8 +1,9 @@
 """Table ⇄ model space, built from the schema only (never from the data).
 
 :class:`Discretizer` maps each column to integer codes: categories by their index, numbers by
-equal-width bins over the column's bounds, or, for integer columns with a small range, one code
-per integer so point masses (an age of 40 hours a week, a capital gain of 0) survive exactly.
+bins over the column's bounds. Integer columns can be binned so that point masses survive
+exactly: one code per integer when the range is small (an age, 40 hours a week), and one-value
+bins at both bounds otherwise (a capital gain of 0, a top-coded 99,999).
 """
 
 from __future__ import annotations
@@ -16,19 +17,35 @@ from synth.errors import SchemaError
 from synth.schema import CATEGORICAL, MISSING, Column, Schema
 
 
+def _edges(col: Column, bins: int, exact_integers: int) -> np.ndarray:
+    """Bin edges of a numeric column; bin k is [e_k, e_k+1), the last one closed.
+
+    Integer columns in integer-aware mode (``exact_integers`` > 0) get integer edges over
+    [lower, upper + 1): every bin holds whole numbers, so decoding never invents fractions.
+    """
+    lo, hi = col.lower, col.upper
+    if not (col.integer and exact_integers):
+        return np.linspace(lo, hi, (1 if hi == lo else bins) + 1)
+    lo, hi = int(np.ceil(lo)), int(np.floor(hi))
+    if hi - lo + 1 <= exact_integers or hi - lo + 1 <= bins:
+        return np.arange(lo, hi + 2, dtype=float)
+    inner = np.round(np.linspace(lo + 1, hi, max(bins - 1, 2)))
+    return np.unique(np.concatenate([[lo], inner, [hi, hi + 1]])).astype(float)
+
+
 class Discretizer:
     """Integer codes for every column of a schema whose domains are all known.
 
     ``bins`` is the number of equal-width bins per numeric column (an int, or a mapping from
-    column name to int). Integer columns whose range holds at most ``exact_integers`` values
-    get one code per value instead (0 turns that off).
+    column name to int). ``exact_integers`` > 0 makes integer columns integer-aware: one code
+    per value when the range holds at most that many values, otherwise about ``bins`` integer
+    bins with the two bounds as one-value bins of their own. 0 bins every number equally.
     """
 
     def __init__(self, schema: Schema, bins: int | Mapping[str, int] = 10,
                  exact_integers: int = 0):
         self.schema = schema
         self.edges: dict[str, np.ndarray] = {}
-        self.exact: set[str] = set()
         sizes = []
         for col in schema:
             if col.kind == CATEGORICAL:
@@ -38,17 +55,12 @@ class Discretizer:
                 continue
             if col.lower is None:
                 raise SchemaError(f"column {col.name!r} has no bounds to encode")
-            span = col.upper - col.lower
-            if col.integer and exact_integers and span + 1 <= exact_integers:
-                self.exact.add(col.name)
-                sizes.append(round(span) + 1)
-                continue
             b = bins.get(col.name, 10) if isinstance(bins, Mapping) else bins
-            if int(b) < 1:
-                raise SchemaError(f"column {col.name!r}: number of bins must be ≥ 1, got {b}")
-            b = 1 if span == 0 else int(b)
-            self.edges[col.name] = np.linspace(col.lower, col.upper, b + 1)
-            sizes.append(b)
+            if int(b) != b or b < 1:
+                raise SchemaError(f"column {col.name!r}: number of bins must be an integer ≥ 1, "
+                                  f"got {b!r}")
+            self.edges[col.name] = edges = _edges(col, int(b), exact_integers)
+            sizes.append(len(edges) - 1)
         self.sizes = np.array(sizes, dtype=np.int64)
 
     def codes(self, frame: pd.DataFrame) -> np.ndarray:
@@ -65,44 +77,39 @@ class Discretizer:
                 bad = values[codes < 0].iloc[0]
                 raise SchemaError(f"column {col.name!r}: value {bad!r} is not a known category")
             return codes.astype(np.int64)
-        x = values.to_numpy(dtype=float)
-        if col.name in self.exact:
-            return np.clip(np.round(x - col.lower), 0, self.sizes[self._index(col)] - 1).astype(
-                np.int64)
         edges = self.edges[col.name]
-        b = len(edges) - 1
-        if b == 1:
-            return np.zeros(len(x), dtype=np.int64)
-        scaled = (x - col.lower) / (col.upper - col.lower) * b
-        return np.clip(np.floor(scaled), 0, b - 1).astype(np.int64)
-
-    def _index(self, col: Column) -> int:
-        return self.schema.names.index(col.name)
+        codes = np.searchsorted(edges, values.to_numpy(dtype=float), side="right") - 1
+        return np.clip(codes, 0, len(edges) - 2).astype(np.int64)
 
     def labels(self, name: str) -> list[str]:
         """Readable names of a column's codes: categories, integers or "[a, b)" bins."""
         col = self.schema[name]
         if col.kind == CATEGORICAL:
             return list(col.categories)
-        if name in self.exact:
-            return [f"{col.lower + k:g}" for k in range(self.sizes[self._index(col)])]
         e = self.edges[name]
+        if col.integer and np.all(np.diff(e) == 1) and e[-1] > col.upper:
+            return [f"{v:g}" for v in e[:-1]]
         return [f"[{e[k]:.4g}, {e[k + 1]:.4g}{']' if k == len(e) - 2 else ')'}"
                 for k in range(len(e) - 1)]
 
     def decode(self, codes: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
-        """A prepared-style frame from codes; a binned number is drawn uniformly in its bin."""
+        """A prepared-style frame from codes; a number is drawn uniformly in its bin (a whole
+        number, for integer columns: a one-value bin gives back exactly that value)."""
         data = {}
         for j, col in enumerate(self.schema):
             c = codes[:, j]
             if col.kind == CATEGORICAL:
                 data[col.name] = np.asarray(col.categories, dtype=object)[c]
-            elif col.name in self.exact:
-                data[col.name] = col.lower + c.astype(float)
+                continue
+            edges = self.edges[col.name]
+            a, b = edges[c], edges[c + 1]
+            if col.integer:
+                first = np.ceil(a)
+                last = np.where(c == len(edges) - 2, np.floor(b), np.ceil(b) - 1)
+                last = np.maximum(np.minimum(last, np.floor(col.upper)), first)
+                data[col.name] = first + np.floor(rng.random(len(c)) * (last - first + 1))
             else:
-                edges = self.edges[col.name]
-                x = edges[c] + rng.random(len(c)) * (edges[c + 1] - edges[c])
-                data[col.name] = np.round(x) if col.integer else x
+                data[col.name] = a + rng.random(len(c)) * (b - a)
         return pd.DataFrame(data)
 
 

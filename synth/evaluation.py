@@ -12,9 +12,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from sklearn.compose import ColumnTransformer
+from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, f1_score
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import OneHotEncoder
+from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
 from sklearn.tree import DecisionTreeClassifier
 
 from synth.encoding import Discretizer
@@ -77,29 +78,41 @@ def marginal_tvd(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
                     pd.DataFrame(pair, index=names, columns=names))
 
 
-def _tree(schema: Schema, target: str):
+def _model(schema: Schema, target: str, kind: str):
+    """One-hot categoricals (over the schema's categories), then a depth-10 tree on raw
+    numbers or a logistic regression on numbers scaled to [0, 1] by their bounds."""
     features = [c for c in schema if c.name != target]
     cats = [c for c in features if c.kind == CATEGORICAL]
-    nums = [c.name for c in features if c.kind != CATEGORICAL]
+    nums = [c for c in features if c.kind != CATEGORICAL]
+    if kind == "tree":
+        numeric, model = "passthrough", DecisionTreeClassifier(max_depth=10, random_state=0)
+    else:
+        lo = np.array([c.lower for c in nums], dtype=float)
+        span = np.array([c.upper - c.lower or 1.0 for c in nums], dtype=float)
+        numeric = FunctionTransformer(lambda x: (np.asarray(x, dtype=float) - lo) / span)
+        model = LogisticRegression(max_iter=1000)
     encode = ColumnTransformer(
         [("categorical", OneHotEncoder(categories=[list(c.categories) for c in cats],
                                        handle_unknown="ignore"), [c.name for c in cats]),
-         ("numeric", "passthrough", nums)])
-    return make_pipeline(encode, DecisionTreeClassifier(max_depth=10, random_state=0))
+         ("numeric", numeric, [c.name for c in nums])])
+    return make_pipeline(encode, model)
 
 
 def tree_utility(train: pd.DataFrame, test: pd.DataFrame, schema: Schema,
-                 target: str | None = None) -> dict[str, float]:
-    """Accuracy and macro F1 of a depth-10 decision tree trained on ``train``, scored on
-    ``test`` (categoricals one-hot over the schema's categories)."""
+                 target: str | None = None, kind: str = "tree") -> dict[str, float]:
+    """Accuracy and macro F1 of a depth-10 decision tree (or, with ``kind="logistic"``, a
+    logistic regression) trained on ``train`` and scored on ``test``."""
     target = _target(schema, target)
     schema = comparable(schema, train, test)
     train, test = prepare(train, schema), prepare(test, schema)
     if train.empty:
         raise SchemaError("the training table has no rows")
     check_target(test, target)
-    model = _tree(schema, target).fit(train.drop(columns=target), train[target])
-    predicted = model.predict(test.drop(columns=target))
+    if train[target].nunique() < 2 and kind == "logistic":
+        predicted = np.full(len(test), train[target].iloc[0], dtype=object)
+    else:
+        model = _model(schema, target, kind).fit(train.drop(columns=target), train[target])
+        predicted = model.predict(test.drop(columns=target))
     return {"accuracy": float(accuracy_score(test[target], predicted)),
             "macro_f1": float(f1_score(test[target], predicted, average="macro"))}
 
@@ -123,12 +136,14 @@ def _target(schema: Schema, target: str | None) -> str:
 def utility(real_test: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
             target: str | None = None, real_train: pd.DataFrame | None = None
             ) -> dict[str, float]:
-    """Tree accuracy and macro F1 of ``synth`` on ``real_test``, the majority rate, and with
-    ``real_train`` the real-data tree."""
+    """Tree accuracy and macro F1 and logistic-regression accuracy of ``synth`` on
+    ``real_test``, the majority rate, and with ``real_train`` the real-data tree."""
     target = _target(schema, target)
     test = prepare(real_test, comparable(schema, real_test))
     check_target(test, target)
     result = {**tree_utility(synth, real_test, schema, target),
+              "logistic_accuracy":
+                  tree_utility(synth, real_test, schema, target, "logistic")["accuracy"],
               "majority": majority_rate(test, target)}
     if real_train is not None:
         real = tree_utility(real_train, real_test, schema, target)

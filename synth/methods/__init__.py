@@ -15,9 +15,12 @@ from synth.methods.base import (
     StageStarted,
     Synthesizer,
 )
+from synth.methods.dpgan import DPGAN
+from synth.methods.dpselect import DPSelect
 from synth.methods.independent import IndependentMarginals
 
-METHODS: dict[str, type[Synthesizer]] = {cls.name: cls for cls in (IndependentMarginals,)}
+METHODS: dict[str, type[Synthesizer]] = {
+    cls.name: cls for cls in (IndependentMarginals, DPGAN, DPSelect)}
 
 SHARE_PREFIX = "share."
 

@@ -1,0 +1,149 @@
+"""DP-GAN and DP-Select behind the method interface: privacy, behaviour and bad parameters.
+
+Runs are tiny (a fraction of an epoch, small pools) so the whole file takes seconds per test.
+"""
+
+import math
+import threading
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synth.encoding import Discretizer
+from synth.errors import Cancelled, ParameterError
+from synth.methods import FitContext, Progress, Spent, StageStarted, make
+from synth.methods.dpgan import calibrate_noise
+from synth.privacy.budget import Budget
+from synth.privacy.composition import bounded_range, per_step_epsilon
+from synth.schema import prepare
+
+TINY = {"epochs": 0.5, "batch_size": 256}
+SELECT = {**TINY, "pool_multiplier": 3}
+
+
+def fit(name, table, schema, eps=1.0, delta=1e-5, seed=0, **params):
+    model = make(name, {**(TINY if name == "dpgan" else SELECT), **params})
+    events = []
+    model.fit(table, schema, Budget(eps, delta, model.default_shares(schema)),
+              FitContext(seed=seed, on_event=events.append))
+    return model, events
+
+
+def check_output(out, schema, rows):
+    assert list(out.columns) == schema.names and len(out) == rows
+    for col in schema:
+        values = out[col.name]
+        if col.kind == "numeric":
+            assert values.dtype == np.int64 and values.between(col.lower, col.upper).all()
+        else:
+            assert set(values.fillna("<missing>")) <= set(col.categories)
+
+
+def test_dpgan_spends_its_budget_through_opacus(sample):
+    table, schema = sample
+    model, events = fit("dpgan", table, schema, eps=2.0)
+    (entry,) = model.ledger_.entries
+    assert math.isclose(model.ledger_.total_epsilon, 2.0, rel_tol=1e-9)
+    assert model.ledger_.total_epsilon <= 2.0 and model.ledger_.total_delta == 1e-5
+    assert entry.params["accountant_epsilon"] <= 2.0  # Opacus's own figure
+    sigma = calibrate_noise(2.0, 1e-5, entry.params["sample_rate"], entry.params["steps"])
+    assert entry.params["noise_multiplier"] == pytest.approx(sigma)
+    check_output(model.sample(700), schema, 700)
+    progress = [e for e in events if isinstance(e, Progress) and e.stage == "gan"]
+    assert progress[-1].step == progress[-1].total == entry.params["steps"]
+    assert {"critic_loss", "generator_loss", "epsilon"} <= set(progress[-1].metrics)
+    assert progress[-1].metrics["epsilon"] == pytest.approx(entry.params["accountant_epsilon"])
+    assert isinstance(events[0], StageStarted) and isinstance(events[-1], Spent)
+
+
+def test_dpgan_same_seed_same_table(sample):
+    table, schema = sample
+    a = fit("dpgan", table, schema, seed=3)[0].sample(300, seed=1)
+    b = fit("dpgan", table, schema, seed=3)[0].sample(300, seed=1)
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_model_space_keeps_point_masses_and_integers(adult_parts, adult_public):
+    train = prepare(adult_parts[0], adult_public)
+    disc = Discretizer(adult_public, bins=16, exact_integers=128)
+    back = disc.decode(disc.codes(train), np.random.default_rng(0))
+    for name in ("capital-gain", "capital-loss", "hours-per-week", "age"):
+        assert (back[name] == np.round(back[name])).all()
+        np.testing.assert_array_equal(back[name] == 0, train[name] == 0)
+    np.testing.assert_array_equal(back["hours-per-week"] == 40, train["hours-per-week"] == 40)
+    assert (back["capital-gain"] == 99_999).sum() == (train["capital-gain"] == 99_999).sum()
+
+
+@pytest.mark.parametrize("distance", ["l1", "l2", "kolmogorov"])
+@pytest.mark.parametrize("sections", [1, 3])
+def test_dpselect_ledger_and_per_step_epsilon(sample, distance, sections):
+    table, schema = sample
+    model, events = fit("dpselect", table, schema, eps=2.0, distance=distance,
+                        sections=sections)
+    gan, sel = model.ledger_.entries
+    assert math.isclose(model.ledger_.total_epsilon, 2.0, rel_tol=1e-9)
+    assert math.isclose(model.ledger_.total_delta, 1e-5, rel_tol=1e-12)
+    assert math.isclose(gan.epsilon, 0.4, rel_tol=1e-9) and gan.params["accountant_epsilon"] <= 0.4
+    steps = math.ceil(len(table) / sections)
+    assert sel.params["picks_per_section"] == steps
+    expected = per_step_epsilon(1.6, steps, 0.8e-5)
+    assert sel.params["epsilon_per_pick"] == pytest.approx(expected, rel=1e-12)
+    assert bounded_range(expected, steps, 0.8e-5) <= 1.6 + 1e-12
+    check_output(model.sample(), schema, len(table))
+    picks = [e for e in events if isinstance(e, Progress) and e.stage == "select"]
+    assert picks[-1].step == picks[-1].total == steps
+    assert {f"distance_{s + 1}" for s in range(sections)} <= set(picks[-1].metrics)
+
+
+def test_pool_no_bigger_than_the_table_still_works(sample):
+    table, schema = sample
+    model, _ = fit("dpselect", table, schema, pool_multiplier=1, candidates=5, sections=2)
+    out = model.sample()
+    assert len(out) == len(table)
+
+
+def test_only_numeric_or_only_categorical_columns(sample):
+    table, schema = sample
+    for kind in ("numeric", "categorical"):
+        keep = [c.name for c in schema if c.kind == kind][:3]
+        sub = schema.drop([c for c in schema.names if c not in keep])
+        model, _ = fit("dpselect", table[keep], sub)
+        check_output(model.sample(200), sub, 200)
+    one = schema.drop([c for c in schema.names if c != "age"])
+    check_output(fit("dpselect", table[["age"]], one)[0].sample(50), one, 50)
+
+
+@pytest.mark.parametrize("stage", ["gan", "select"])
+def test_cancel_mid_stage_within_a_second(sample, stage):
+    table, schema = sample
+    stop = threading.Event()
+    seen = []
+
+    def on_event(event):
+        if isinstance(event, Progress) and event.stage == stage and not stop.is_set():
+            stop.set()
+            seen.append(time.monotonic())
+
+    model = make("dpselect", {**SELECT, "epochs": 3, "pool_multiplier": 20})
+    with pytest.raises(Cancelled):
+        model.fit(table, schema, Budget(1.0, 1e-5, model.default_shares(schema)),
+                  FitContext(seed=0, on_event=on_event, should_stop=stop.is_set))
+    assert seen and time.monotonic() - seen[0] < 1.0
+    with pytest.raises(Exception, match="not fitted"):
+        model.sample(5)
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"gan_share": 0}, "gan_share"), ({"gan_share": 1}, "gan_share"),
+    ({"candidates": 0}, "candidates"), ({"sections": 10**6}, "sections"),
+    ({"pool_multiplier": 0.5}, "pool_multiplier"), ({"distance": "cosine"}, "distance"),
+    ({"marginal_fraction": 0}, "marginal_fraction"), ({"batch_size": 10**6}, "batch_size"),
+    ({"epochs": -1}, "epochs"),
+])
+def test_bad_parameters_are_refused_by_name(sample, params, message):
+    table, schema = sample
+    model = make("dpselect", {**SELECT, **params})
+    with pytest.raises(ParameterError, match=message):
+        model.fit(table, schema, Budget(1.0, 1e-5, {"gan": 0.5, "select": 0.5}))
