@@ -49,6 +49,7 @@ def test_dpgan_spends_its_budget_through_opacus(sample):
     assert model.ledger_.total_epsilon <= 2.0 and model.ledger_.total_delta == 1e-5
     assert entry.params["accountant_epsilon"] <= 2.0  # Opacus's own figure
     sigma = calibrate_noise(2.0, 1e-5, entry.params["sample_rate"], entry.params["steps"])
+    assert entry.params["steps"] == math.ceil(0.5 * math.ceil(len(table) / 256))
     assert entry.params["noise_multiplier"] == pytest.approx(sigma)
     check_output(model.sample(700), schema, 700)
     progress = [e for e in events if isinstance(e, Progress) and e.stage == "gan"]
@@ -140,7 +141,7 @@ def test_cancel_mid_stage_within_a_second(sample, stage):
     ({"candidates": 0}, "candidates"), ({"sections": 10**6}, "sections"),
     ({"pool_multiplier": 0.5}, "pool_multiplier"), ({"distance": "cosine"}, "distance"),
     ({"marginal_fraction": 0}, "marginal_fraction"), ({"batch_size": 10**6}, "batch_size"),
-    ({"epochs": -1}, "epochs"),
+    ({"epochs": -1}, "epochs"), ({"components": 0}, "components"),
 ])
 def test_bad_parameters_are_refused_by_name(sample, params, message):
     table, schema = sample

@@ -69,7 +69,9 @@ class FitContext:
     should_stop: Callable[[], bool] | None = None
     device: str = "auto"
     min_interval: float = 0.1
+    timings: dict[str, float] = field(default_factory=dict)  # wall seconds per stage
     _last: dict[str, float] = field(default_factory=dict, repr=False)
+    _current: tuple[str, float] | None = field(default=None, repr=False)
 
     def emit(self, event: Event) -> None:
         if self.on_event is not None:
@@ -82,8 +84,17 @@ class FitContext:
 
     def stage(self, name: str, total: int | None = None, description: str = "") -> None:
         self.check()
+        self.finish()
+        self._current = (name, time.perf_counter())
         self._last.pop(name, None)
         self.emit(StageStarted(name, total, description))
+
+    def finish(self) -> None:
+        """Close the current stage's clock (the next :meth:`stage` call does it too)."""
+        if self._current is not None:
+            name, started = self._current
+            self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - started
+            self._current = None
 
     def progress(self, stage: str, step: int, total: int | None = None, **metrics: float) -> None:
         self.check()
@@ -151,6 +162,8 @@ class Synthesizer:
         schema = schema.public_view()  # releasable: no flags read off the table
         self.n_rows_ = len(data)
         self._fit(data, schema, ctx)
+        ctx.finish()
+        self.timings_ = dict(ctx.timings)
         self.schema_ = schema  # set last: it marks the model as fitted
         return self
 

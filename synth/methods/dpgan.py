@@ -4,14 +4,22 @@ sees the critic, so it and everything sampled from it are post-processing.
 Model space (from the public schema only): every column becomes one softmax block, categories
 as they are and numbers as integer-aware bins over their public bounds (see
 :class:`~synth.encoding.Discretizer`), so point masses such as a capital gain of 0 or 40 hours
-a week come back exactly. The generator emits Gumbel-softmax blocks; the critic sees one-hot
-real rows.
+a week come back exactly, and integers stay integers within their bounds.
 
-Privacy: each DP-SGD step draws a Poisson batch of real rows (Opacus's ``DPDataLoader``) and
-pairs every real row with a fresh fake row; the per-sample loss is that pair's critic loss, so
-per-sample clipping bounds each real record's influence on a step. The noise multiplier is
-calibrated by Opacus's accountant so that the planned number of steps spends the stage's
-(ε, δ), and the loop never takes a step beyond the plan.
+Generator: a latent-class mixture. A row draws a component k from a learned prior, then each
+column from its own learned softmax given k; the mixture captures dependence between columns
+through k. Trained through straight-through Gumbel-softmax samples, so the critic always sees
+one-hot rows, real or fake. Its few parameters each get the critic's gradient directly, which
+is what makes it learn in the ~2,000 noisy critic steps a budget allows (an MLP generator,
+measured on the same protocol, reached 2-way TVD 0.32 at ε = 2 against 0.14 here).
+
+Critic and privacy: each DP-SGD step draws a Poisson batch of real rows (Opacus's
+``DPDataLoader``) and pairs every real row with a fresh fake row; the per-sample loss is that
+pair's discriminator loss (non-saturating GAN), so per-sample clipping bounds each real
+record's influence on a step. Ghost clipping computes the per-sample norms without
+materialising per-sample gradients (10× faster here). The noise multiplier is calibrated by
+Opacus's RDP accountant so that the planned steps spend the stage's (ε, δ), and the loop
+never takes a step beyond the plan.
 """
 
 from __future__ import annotations
@@ -32,25 +40,18 @@ from synth.privacy.budget import LedgerEntry
 from synth.schema import Schema
 
 GAN = "gan"
-ACCOUNTANTS = ("rdp", "prv")
-# RDP orders: a few fractional ones (slow to evaluate) and integers up to 256, so the optimum
-# lies inside the range at both small and large ε
+TAU = 0.5  # Gumbel-softmax temperature of the straight-through gradients
+# RDP orders: a few fractional ones (slow to evaluate) and integers up to 256
 ALPHAS = [1 + k / 8 for k in range(1, 16)] + list(range(3, 65)) + [80, 96, 128, 192, 256]
-
-
 # Opacus and torch warnings that say nothing about this use: noise comes from torch's PRNG
-# (secure_mode needs torchcsprng), the critic's inputs need no gradient, and at large ε the
+# (secure_mode needs torchcsprng), the critic's inputs need no gradient, and at extreme ε the
 # best RDP order is an end of the range tried (the bound is still valid, only less tight).
-_BENIGN = ("Secure RNG turned off", "Full backward hook is firing",
-           "Optimal order is the")
-
-
-def _accountant_kwargs(accountant: str) -> dict:
-    return {"alphas": ALPHAS} if accountant == "rdp" else {}
+_BENIGN = ("Secure RNG turned off", "Full backward hook is firing", "Optimal order is the")
 
 
 def _check_int(value, name: str, low: int = 1) -> int:
-    if isinstance(value, bool) or int(value) != value or value < low:
+    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value \
+            or value < low:
         raise ParameterError(f"{name} must be an integer ≥ {low}, got {value!r}")
     return int(value)
 
@@ -61,124 +62,101 @@ def _check_float(value, name: str) -> float:
     return float(value)
 
 
-def calibrate_noise(epsilon: float, delta: float, sample_rate: float, steps: int,
-                    accountant: str = "rdp") -> float:
+def calibrate_noise(epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
     """Smallest noise multiplier whose ``steps`` Poisson-sampled steps are (ε, δ)-DP under
-    Opacus's accountant (bisection to a relative ε tolerance of 1e-10)."""
+    Opacus's RDP accountant (bisection to a relative ε tolerance of 1e-10)."""
     from opacus.accountants.utils import get_noise_multiplier
 
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_BENIGN[-1])
             return get_noise_multiplier(target_epsilon=epsilon, target_delta=delta,
-                                        sample_rate=sample_rate, steps=steps,
-                                        accountant=accountant,
-                                        epsilon_tolerance=epsilon * 1e-10,
-                                        **_accountant_kwargs(accountant))
+                                        sample_rate=sample_rate, steps=steps, accountant="rdp",
+                                        epsilon_tolerance=epsilon * 1e-10, alphas=ALPHAS)
     except ValueError as err:  # "The privacy budget is too low."
         raise BudgetError(f"DP-SGD cannot spend only ε={epsilon:.3g}, δ={delta:.3g} over "
                           f"{steps} steps at sampling rate {sample_rate:.3g}: {err}") from None
 
 
-def _networks(sizes: np.ndarray, noise_dim: int, g_hidden: int, c_hidden: int, loss: str):
+def _networks(sizes: np.ndarray, components: int, hidden: int):
     import torch
     from torch import nn
 
-    width = int(sizes.sum())
+    width, splits = int(sizes.sum()), [int(s) for s in sizes]
 
-    class Generator(nn.Module):
-        """z → one Gumbel-softmax block per column (logits at sampling time)."""
+    class Mixture(nn.Module):
+        """Latent-class generator: a component from the prior, then one softmax per column."""
 
         def __init__(self):
             super().__init__()
-            self.net = nn.Sequential(
-                nn.Linear(noise_dim, g_hidden), nn.LayerNorm(g_hidden), nn.ReLU(),
-                nn.Linear(g_hidden, g_hidden), nn.LayerNorm(g_hidden), nn.ReLU(),
-                nn.Linear(g_hidden, width))
-            self.splits = [int(s) for s in sizes]
+            self.prior = nn.Parameter(torch.zeros(components))
+            self.table = nn.Parameter(0.5 * torch.randn(components, width))
 
-        def forward(self, z, tau: float = 0.2):
-            blocks = torch.split(self.net(z), self.splits, dim=1)
-            return torch.cat([nn.functional.gumbel_softmax(b, tau=tau, hard=True)
+        def forward(self, count: int):
+            k = nn.functional.gumbel_softmax(self.prior.expand(count, -1), tau=TAU, hard=True)
+            blocks = torch.split(k @ self.table, splits, dim=1)
+            return torch.cat([nn.functional.gumbel_softmax(b, tau=TAU, hard=True)
                               for b in blocks], dim=1)
-
-        def logits(self, z):
-            return torch.split(self.net(z), self.splits, dim=1)
 
     class Critic(nn.Module):
         def __init__(self):
             super().__init__()
             self.net = nn.Sequential(
-                nn.Linear(width, c_hidden), nn.LeakyReLU(0.2),
-                nn.Linear(c_hidden, c_hidden), nn.LeakyReLU(0.2),
-                nn.Linear(c_hidden, 1))
+                nn.Linear(width, hidden), nn.LeakyReLU(0.2),
+                nn.Linear(hidden, hidden), nn.LeakyReLU(0.2),
+                nn.Linear(hidden, 1))
 
         def forward(self, pairs):
-            """(B, 2, width) real/fake pairs → per-pair critic loss."""
+            """(B, 2, width) real/fake pairs → per-pair discriminator loss."""
             scores = self.net(pairs).squeeze(-1)
-            if loss == "wgan":
-                return scores[:, 1] - scores[:, 0]
             return nn.functional.softplus(-scores[:, 0]) + nn.functional.softplus(scores[:, 1])
 
-    return Generator(), Critic()
+    return Mixture(), Critic()
 
 
 class DPGAN(Synthesizer):
-    """Wasserstein GAN with a DP-SGD critic.
+    """GAN with a DP-SGD critic and a latent-class mixture generator.
 
     Parameters
     ----------
     epochs : expected passes over the private table by the critic (steps = epochs / q).
-    batch_size : expected Poisson batch size of real rows (q = batch_size / n).
-    generator_steps : generator updates per critic step (free: they never see real rows).
-    noise_dim : generator input size.
-    generator_hidden, critic_hidden : hidden widths; a small critic has fewer coordinates for
-        the DP-SGD noise to drown.
+    batch_size : expected Poisson batch size of real rows (q ≈ batch_size / n).
+    components : latent classes of the generator.
+    critic_hidden : hidden width of the critic; a small critic has fewer coordinates for the
+        DP-SGD noise to drown.
     lr_critic, lr_generator : Adam learning rates.
-    max_grad_norm : per-sample clipping norm C of the critic's gradients.
-    weight_clip : WGAN weight clipping of the critic (Lipschitz bound); applied after each step.
+    max_grad_norm : per-sample clipping norm C (per-pair gradient norms are ~0.5 at the start,
+        so 0.1 keeps clipping active and the noise σC small).
     bins, exact_integers : numeric model space (see :class:`~synth.encoding.Discretizer`).
-    accountant : Opacus accountant, "rdp" or "prv".
     """
 
     name = "dpgan"
     title = "DP-GAN"
-    summary = ("A GAN whose critic learns with DP-SGD (Opacus); the generator only sees the "
-               "critic. Learns joint structure; needs a few thousand noisy steps.")
+    summary = ("A GAN whose critic learns with DP-SGD (Opacus); the generator, a mixture of "
+               "latent classes, only sees the critic. Learns joint structure.")
     paper = "Xie et al. 2018 (DPGAN), as used in Ebrahimianghazani 2023"
     stages: ClassVar[Mapping[str, float]] = {GAN: 1.0}
 
-    def __init__(self, epochs: float = 10.0, batch_size: int = 128, generator_steps: int = 1,
-                 noise_dim: int = 64, generator_hidden: int = 256, critic_hidden: int = 64,
-                 lr_critic: float = 1e-3, lr_generator: float = 1e-3, max_grad_norm: float = 1.0,
-                 weight_clip: float = 0.1, bins: int = 16, exact_integers: int = 128,
-                 accountant: str = "rdp", loss: str = "bce"):
-        self.loss = loss
+    def __init__(self, epochs: float = 10.0, batch_size: int = 128, components: int = 64,
+                 critic_hidden: int = 32, lr_critic: float = 3e-3, lr_generator: float = 1e-2,
+                 max_grad_norm: float = 0.1, bins: int = 16, exact_integers: int = 128):
         self.epochs = epochs
         self.batch_size = batch_size
-        self.generator_steps = generator_steps
-        self.noise_dim = noise_dim
-        self.generator_hidden = generator_hidden
+        self.components = components
         self.critic_hidden = critic_hidden
         self.lr_critic = lr_critic
         self.lr_generator = lr_generator
         self.max_grad_norm = max_grad_norm
-        self.weight_clip = weight_clip
         self.bins = bins
         self.exact_integers = exact_integers
-        self.accountant = accountant
 
     def _check(self, n: int) -> None:
         _check_float(self.epochs, "epochs")
-        for name in ("batch_size", "generator_steps", "noise_dim", "generator_hidden",
-                     "critic_hidden", "bins"):
+        for name in ("batch_size", "components", "critic_hidden", "bins"):
             _check_int(getattr(self, name), name)
         _check_int(self.exact_integers, "exact_integers", 0)
-        for name in ("lr_critic", "lr_generator", "max_grad_norm", "weight_clip"):
+        for name in ("lr_critic", "lr_generator", "max_grad_norm"):
             _check_float(getattr(self, name), name)
-        if self.accountant not in ACCOUNTANTS:
-            raise ParameterError(f"accountant must be one of {ACCOUNTANTS}, got "
-                                 f"{self.accountant!r}")
         if self.batch_size >= n:
             raise ParameterError(f"batch_size ({self.batch_size}) must be smaller than the "
                                  f"table ({n} rows)")
@@ -186,21 +164,38 @@ class DPGAN(Synthesizer):
     def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
         self._check(len(data))
         self.discretizer_ = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
-        self.generator_ = train_gan(self, self.discretizer_.codes(data), ctx, stage=GAN)
+        self.prior_, self.table_ = train_gan(self, self.discretizer_.codes(data), ctx, GAN)
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
-        codes = sample_codes(self.generator_, self.discretizer_.sizes, n, rng, self.noise_dim)
-        return finalize(self.discretizer_.decode(codes, rng), self.schema_)
+        return finalize(self.discretizer_.decode(self.sample_codes(n, rng), rng), self.schema_)
+
+    def sample_codes(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """(n, d) codes from the mixture: components by the prior, then each column's softmax."""
+        k = rng.choice(len(self.prior_), size=n, p=_softmax(self.prior_))
+        out = np.empty((n, len(self.discretizer_.sizes)), dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(self.discretizer_.sizes)])
+        for j in range(len(starts) - 1):
+            probs = _softmax(self.table_[:, starts[j]:starts[j + 1]])  # (K, size_j)
+            # inverse CDF per row: one uniform against its component's cumulative row
+            cdf = np.cumsum(probs, axis=1)[k]
+            u = rng.random(n)[:, None] * cdf[:, -1:]
+            out[:, j] = np.minimum((cdf < u).sum(axis=1), probs.shape[1] - 1)
+        return out
 
 
-def train_gan(model: DPGAN, codes: np.ndarray, ctx: FitContext, stage: str):
-    """Train ``model``'s networks on integer codes, spending the ledger's whole ``stage`` share;
-    returns the generator (on the CPU, in eval mode)."""
+def _softmax(x: np.ndarray) -> np.ndarray:
+    z = np.exp(x - x.max(axis=-1, keepdims=True))
+    return z / z.sum(axis=-1, keepdims=True)
+
+
+def train_gan(model: DPGAN, codes: np.ndarray, ctx: FitContext, stage: str
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Train on integer codes, spending the ledger's whole ``stage`` share; returns the
+    generator's (prior logits, per-component column logits) as numpy arrays."""
     with warnings.catch_warnings():
         for message in _BENIGN:
             warnings.filterwarnings("ignore", message=message)
         return _train(model, codes, ctx, stage)
-
 
 
 def _train(model: DPGAN, codes: np.ndarray, ctx: FitContext, stage: str):
@@ -219,12 +214,11 @@ def _train(model: DPGAN, codes: np.ndarray, ctx: FitContext, stage: str):
                         generator=torch.Generator().manual_seed(seed))  # Poisson draws
     q = 1 / len(loader)  # the sampling rate Opacus's DPDataLoader will use
     steps = max(1, math.ceil(model.epochs / q))
-    sigma = calibrate_noise(eps, delta, q, steps, model.accountant)
+    sigma = calibrate_noise(eps, delta, q, steps)
 
     device = torch.device(ctx.resolve_device())
     torch.manual_seed(seed)
-    generator, critic = _networks(sizes, model.noise_dim, model.generator_hidden,
-                                  model.critic_hidden, model.loss)
+    generator, critic = _networks(sizes, model.components, model.critic_hidden)
     generator.to(device)
     critic.to(device)
     offsets = torch.as_tensor(np.concatenate([[0], np.cumsum(sizes)[:-1]]), device=device)
@@ -233,49 +227,37 @@ def _train(model: DPGAN, codes: np.ndarray, ctx: FitContext, stage: str):
 
     opt_c = torch.optim.Adam(critic.parameters(), lr=model.lr_critic, betas=(0.5, 0.9))
     opt_g = torch.optim.Adam(generator.parameters(), lr=model.lr_generator, betas=(0.5, 0.9))
-    engine = PrivacyEngine(accountant=model.accountant)
-    spent_so_far = lambda: engine.accountant.get_epsilon(  # noqa: E731
-        delta=delta, **_accountant_kwargs(model.accountant))
-    # ghost clipping: per-sample gradient norms without materialising per-sample gradients
+    engine = PrivacyEngine(accountant="rdp")
     critic, opt_c, _, loader = engine.make_private(
         module=critic, optimizer=opt_c, data_loader=loader, noise_multiplier=sigma,
         max_grad_norm=model.max_grad_norm, poisson_sampling=True, grad_sample_mode="ghost",
         criterion=torch.nn.MSELoss(),  # unused: the critic returns its per-pair losses
         noise_generator=torch.Generator(device=device).manual_seed(seed + 1))
 
-    def one_hot(idx):
-        out = torch.zeros(len(idx), width, device=device)
-        return out.scatter_(1, real[idx], 1.0)
-
-    def fake(count):
-        return generator(torch.randn(count, model.noise_dim, device=device))
+    def spent_so_far() -> float:
+        return engine.accountant.get_epsilon(delta=delta, alphas=ALPHAS)
 
     ctx.stage(stage, steps, f"DP-SGD critic: {steps} steps, noise multiplier {sigma:.3g}")
-    step, started, c_loss, g_loss = 0, time.monotonic(), float("nan"), float("nan")
-    eps_now, eps_at = 0.0, started
+    step, c_loss, g_loss = 0, float("nan"), float("nan")
+    eps_now, eps_at = 0.0, time.monotonic()
     losses = []
     while step < steps:
         for (idx,) in loader:
             if step >= steps:  # never a step beyond the plan the noise was calibrated for
                 break
             ctx.check()
+            reals = torch.zeros(len(idx), width, device=device).scatter_(
+                1, real[idx.to(device)], 1.0)
             with torch.no_grad():
-                fakes = fake(max(len(idx), 1))[: len(idx)]
-            pairs = torch.stack([one_hot(idx.to(device)), fakes], dim=1)
+                fakes = generator(len(idx))
             opt_c.zero_grad(set_to_none=True)
-            loss = critic(pairs)
-            if len(idx):
+            loss = critic(torch.stack([reals, fakes], dim=1))
+            if len(idx):  # an empty Poisson batch still takes its (noise-only) step
                 DPTensorFastGradientClipping(critic, opt_c, loss, "mean").backward()
-            opt_c.step()
-            if model.loss == "wgan":
-                with torch.no_grad():
-                    for p in critic.parameters():
-                        p.clamp_(-model.weight_clip, model.weight_clip)
-            step += 1
-            if len(idx):
                 c_loss = float(loss.detach().mean())
-            for _ in range(model.generator_steps):
-                g_loss = _generator_step(generator, critic, opt_g, model, device)
+            opt_c.step()
+            step += 1
+            g_loss = _generator_step(generator, critic, opt_g, model.batch_size)
             losses.append((c_loss, g_loss))
             if step == steps or time.monotonic() - eps_at >= 0.5:  # the accountant takes ~10 ms
                 eps_now, eps_at = spent_so_far(), time.monotonic()
@@ -286,46 +268,28 @@ def _train(model: DPGAN, codes: np.ndarray, ctx: FitContext, stage: str):
         raise BudgetError(f"the accountant reports ε={spent} above the share ε={eps}")
     ledger.spend(LedgerEntry(
         stage=stage, mechanism="DP-SGD (Gaussian, Poisson sampling)", epsilon=min(spent, eps),
-        delta=delta, accounting=f"Opacus {model.accountant.upper()} accountant",
-        description=f"WGAN critic, {steps} steps of expected batch {model.batch_size}",
+        delta=delta, accounting="Opacus RDP accountant",
+        description=f"GAN critic, {steps} steps of expected batch {model.batch_size}, "
+                    "per-sample clipping",
         params={"noise_multiplier": sigma, "sample_rate": q, "steps": steps,
-                "max_grad_norm": model.max_grad_norm, "accountant_epsilon": spent,
-                "seconds": round(time.monotonic() - started, 3)}))
+                "max_grad_norm": model.max_grad_norm, "accountant_epsilon": spent}))
     model.losses_ = np.array(losses)
-    return generator.cpu().eval()
+    return (generator.prior.detach().cpu().numpy().astype(float),
+            generator.table.detach().cpu().numpy().astype(float))
 
 
-def _generator_step(generator, critic, opt_g, model: DPGAN, device) -> float:
+def _generator_step(generator, critic, opt_g, count: int) -> float:
+    """One generator update through the critic; it never sees real rows, so it is free."""
     import torch
 
-    net = critic._module.net
-    critic.disable_hooks()  # no per-sample gradients: this step never sees real rows
+    critic.disable_hooks()  # no per-sample gradients outside DP-SGD steps
     for p in critic.parameters():
         p.requires_grad_(False)
     opt_g.zero_grad(set_to_none=True)
-    z = torch.randn(model.batch_size, model.noise_dim, device=device)
-    scores = net(generator(z))
-    loss = -scores.mean() if model.loss == "wgan" else torch.nn.functional.softplus(-scores).mean()
+    loss = torch.nn.functional.softplus(-critic._module.net(generator(count))).mean()
     loss.backward()
     opt_g.step()
     for p in critic.parameters():
         p.requires_grad_(True)
     critic.enable_hooks()
     return float(loss.detach())
-
-
-def sample_codes(generator, sizes: np.ndarray, n: int, rng: np.random.Generator,
-                 noise_dim: int, chunk: int = 65536) -> np.ndarray:
-    """n rows of integer codes drawn from the generator's per-column softmax."""
-    import torch
-
-    out = np.empty((n, len(sizes)), dtype=np.int64)
-    torch_rng = torch.Generator().manual_seed(int(rng.integers(2**63 - 1)))
-    with torch.no_grad():
-        for start in range(0, n, chunk):
-            m = min(chunk, n - start)
-            z = torch.randn(m, noise_dim, generator=torch_rng)
-            for j, logits in enumerate(generator.logits(z)):
-                out[start:start + m, j] = torch.multinomial(
-                    torch.softmax(logits, dim=1), 1, generator=torch_rng)[:, 0].numpy()
-    return out

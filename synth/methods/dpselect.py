@@ -16,7 +16,6 @@ private table's (see :mod:`synth.selection`). Corrections to the thesis, after i
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pandas as pd
@@ -24,7 +23,7 @@ import pandas as pd
 from synth.encoding import Discretizer, finalize
 from synth.errors import ParameterError
 from synth.methods.base import FitContext
-from synth.methods.dpgan import DPGAN, GAN, _check_int, sample_codes, train_gan
+from synth.methods.dpgan import DPGAN, GAN, _check_int, train_gan
 from synth.privacy.budget import LedgerEntry
 from synth.privacy.composition import bounded_range, per_step_epsilon
 from synth.schema import Schema
@@ -55,18 +54,14 @@ class DPSelect(DPGAN):
     paper = "Ebrahimianghazani 2023 (MMath thesis, Waterloo)"
     def __init__(self, gan_share: float = 0.2, pool_multiplier: float = 20,
                  candidates: int | None = None, sections: int = 5, distance: str = "l1",
-                 marginal_fraction: float = 0.1, epochs: float = 10.0, batch_size: int = 512,
-                 generator_steps: int = 1, noise_dim: int = 64, generator_hidden: int = 256,
-                 critic_hidden: int = 64,
-                 lr_critic: float = 2e-3, lr_generator: float = 2e-3,
-                 max_grad_norm: float = 1.0, weight_clip: float = 0.1, bins: int = 16,
-                 exact_integers: int = 128, accountant: str = "rdp"):
-        super().__init__(epochs=epochs, batch_size=batch_size, generator_steps=generator_steps,
-                         noise_dim=noise_dim, generator_hidden=generator_hidden,
+                 marginal_fraction: float = 0.1, epochs: float = 10.0, batch_size: int = 128,
+                 components: int = 64, critic_hidden: int = 32, lr_critic: float = 3e-3,
+                 lr_generator: float = 1e-2, max_grad_norm: float = 0.1, bins: int = 16,
+                 exact_integers: int = 128):
+        super().__init__(epochs=epochs, batch_size=batch_size, components=components,
                          critic_hidden=critic_hidden, lr_critic=lr_critic,
-                         lr_generator=lr_generator, max_grad_norm=max_grad_norm,
-                         weight_clip=weight_clip, bins=bins, exact_integers=exact_integers,
-                         accountant=accountant)
+                         lr_generator=lr_generator, max_grad_norm=max_grad_norm, bins=bins,
+                         exact_integers=exact_integers)
         self.gan_share = gan_share
         self.pool_multiplier = pool_multiplier
         self.candidates = candidates
@@ -106,14 +101,11 @@ class DPSelect(DPGAN):
         n = len(data)
         self._check(n)
         self.discretizer_ = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
-        self.generator_ = train_gan(self, self.discretizer_.codes(data), ctx, stage=GAN)
+        self.prior_, self.table_ = train_gan(self, self.discretizer_.codes(data), ctx, GAN)
 
-        started = time.monotonic()
         m = max(n, math.ceil(self.pool_multiplier * n))
         ctx.stage("pool", 1, f"drawing a pool of {m:,} rows from the generator")
-        pool = self.discretizer_.decode(
-            sample_codes(self.generator_, self.discretizer_.sizes, m, self.rng_,
-                         self.noise_dim), self.rng_)
+        pool = self.discretizer_.decode(self.sample_codes(m, self.rng_), self.rng_)
         ctx.progress("pool", 1, 1)
         coarse = Discretizer(schema, bins=SELECTION_BINS)
         pool_codes, real_codes = coarse.codes(pool), coarse.codes(data)
@@ -148,8 +140,7 @@ class DPSelect(DPGAN):
             params={"epsilon_per_pick": eps_step, "picks_per_section": steps,
                     "sections": self.sections, "candidates": int(self.candidates_),
                     "sensitivity": f"2/n_s, n_s = {min(len(p) for p in parts)}…{steps}",
-                    "marginals": [list(c) for c in self.marginals_],
-                    "seconds": round(time.monotonic() - started, 3)}))
+                    "marginals": [list(c) for c in self.marginals_]}))
         picked = np.concatenate([p[c] for p, c in zip(pool_parts, trace.chosen, strict=True)])
         self.selection_distance_ = trace.distance
         self.synthetic_ = finalize(pool.iloc[picked].reset_index(drop=True), schema)
