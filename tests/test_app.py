@@ -115,3 +115,13 @@ def test_schema_choices_on_the_data_page(app):
     assert "1 column domains are data-derived (age)" in texts(app)
     app.switch_page(SYNTH).run()
     assert any("learning data-derived domains" in s.label for s in app.slider)
+
+
+def test_dpselect_runs_from_the_app_and_spends_both_shares(app):
+    app.switch_page(SYNTH).run()
+    app.selectbox[0].set_value("dpselect").run()
+    assert "DP-GAN pool" in texts(app) or "pool" in texts(app)
+    run_button(app).click().run(timeout=300)
+    assert not app.exception and not app.error
+    assert float({m.label: m.value for m in app.metric}["ε spent"]) == pytest.approx(1.0)
+    assert "--method dpselect" in app.code[0].value
