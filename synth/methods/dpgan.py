@@ -9,7 +9,8 @@ a week come back exactly, and integers stay integers within their bounds.
 Generator: a latent-class mixture. A row draws a component k from a learned prior, then each
 column from its own learned softmax given k; the mixture captures dependence between columns
 through k. Trained through straight-through Gumbel-softmax samples, so the critic always sees
-one-hot rows, real or fake. Its few parameters each get the critic's gradient directly, which
+one-hot rows, real or fake; the released generator is the moving average of its iterates.
+Its few parameters each get the critic's gradient directly, which
 is what makes it learn in the ~2,000 noisy critic steps a budget allows (an MLP generator,
 measured on the same protocol, reached 2-way TVD 0.32 at ε = 2 against 0.14 here).
 
@@ -41,6 +42,10 @@ from synth.schema import Schema
 
 GAN = "gan"
 TAU = 0.5  # Gumbel-softmax temperature of the straight-through gradients
+# the released generator is a moving average of its iterates (post-processing: free); at
+# ε = 2 over 3 seeds it lifted median tree accuracy from 0.715 to 0.789 and cut 2-way TVD
+# from 0.171 to 0.133 (0.99: 0.760 and 0.140)
+EMA = 0.999
 # RDP orders: a few fractional ones (slow to evaluate) and integers up to 256
 ALPHAS = [1 + k / 8 for k in range(1, 16)] + list(range(3, 65)) + [80, 96, 128, 192, 256]
 # Opacus and torch warnings that say nothing about this use: noise comes from torch's PRNG
@@ -237,6 +242,7 @@ def _train(model: DPGAN, codes: np.ndarray, ctx: FitContext, stage: str):
     def spent_so_far() -> float:
         return engine.accountant.get_epsilon(delta=delta, alphas=ALPHAS)
 
+    average = [p.detach().clone() for p in generator.parameters()]
     ctx.stage(stage, steps, f"DP-SGD critic: {steps} steps, noise multiplier {sigma:.3g}")
     step, c_loss, g_loss = 0, float("nan"), float("nan")
     eps_now, eps_at = 0.0, time.monotonic()
@@ -258,6 +264,9 @@ def _train(model: DPGAN, codes: np.ndarray, ctx: FitContext, stage: str):
             opt_c.step()
             step += 1
             g_loss = _generator_step(generator, critic, opt_g, model.batch_size)
+            with torch.no_grad():  # a moving average of the generator (post-processing)
+                for avg, p in zip(average, generator.parameters(), strict=True):
+                    avg.lerp_(p, 1 - EMA if step > 1 else 1.0)
             losses.append((c_loss, g_loss))
             if step == steps or time.monotonic() - eps_at >= 0.5:  # the accountant takes ~10 ms
                 eps_now, eps_at = spent_so_far(), time.monotonic()
@@ -274,8 +283,8 @@ def _train(model: DPGAN, codes: np.ndarray, ctx: FitContext, stage: str):
         params={"noise_multiplier": sigma, "sample_rate": q, "steps": steps,
                 "max_grad_norm": model.max_grad_norm, "accountant_epsilon": spent}))
     model.losses_ = np.array(losses)
-    return (generator.prior.detach().cpu().numpy().astype(float),
-            generator.table.detach().cpu().numpy().astype(float))
+    prior, table = (a.cpu().numpy().astype(float) for a in average)
+    return prior, table
 
 
 def _generator_step(generator, critic, opt_g, count: int) -> float:
