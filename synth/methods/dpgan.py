@@ -9,10 +9,10 @@ a week come back exactly, and integers stay integers within their bounds.
 Generator: a latent-class mixture. A row draws a component k from a learned prior, then each
 column from its own learned softmax given k; the mixture captures dependence between columns
 through k. Trained through straight-through Gumbel-softmax samples, so the critic always sees
-one-hot rows, real or fake; the released generator is the moving average of its iterates.
-Its few parameters each get the critic's gradient directly, which
+one-hot rows, real or fake. Its few parameters each get the critic's gradient directly, which
 is what makes it learn in the ~2,000 noisy critic steps a budget allows (an MLP generator,
-measured on the same protocol, reached 2-way TVD 0.32 at ε = 2 against 0.14 here).
+measured on the same protocol, reached 2-way TVD 0.32 at ε = 2 against 0.14 here). The
+released generator is the moving average of its iterates.
 
 Critic and privacy: each DP-SGD step draws a Poisson batch of real rows (Opacus's
 ``DPDataLoader``) and pairs every real row with a fresh fake row; the per-sample loss is that
