@@ -59,6 +59,15 @@ def test_dpgan_spends_its_budget_through_opacus(sample):
     assert isinstance(events[0], StageStarted) and isinstance(events[-1], Spent)
 
 
+def test_empty_poisson_batches_take_their_noise_only_step(sample):
+    table, schema = sample
+    model, _ = fit("dpgan", table.head(40), schema, epochs=2, batch_size=1)
+    (entry,) = model.ledger_.entries
+    assert entry.params["steps"] == 80  # with q = 1/40, many of the batches are empty
+    assert math.isclose(model.ledger_.total_epsilon, 1.0, rel_tol=1e-9)
+    check_output(model.sample(50), schema, 50)
+
+
 def test_dpgan_same_seed_same_table(sample):
     table, schema = sample
     a = fit("dpgan", table, schema, seed=3)[0].sample(300, seed=1)

@@ -246,28 +246,29 @@ def _train(model: DPGAN, codes: np.ndarray, ctx: FitContext, stage: str):
     ctx.stage(stage, steps, f"DP-SGD critic: {steps} steps, noise multiplier {sigma:.3g}")
     step, c_loss, g_loss = 0, float("nan"), float("nan")
     eps_now, eps_at = 0.0, time.monotonic()
-    losses = []
     while step < steps:
         for (idx,) in loader:
             if step >= steps:  # never a step beyond the plan the noise was calibrated for
                 break
             ctx.check()
-            reals = torch.zeros(len(idx), width, device=device).scatter_(
-                1, real[idx.to(device)], 1.0)
-            with torch.no_grad():
-                fakes = generator(len(idx))
             opt_c.zero_grad(set_to_none=True)
-            loss = critic(torch.stack([reals, fakes], dim=1))
-            if len(idx):  # an empty Poisson batch still takes its (noise-only) step
+            if len(idx):
+                reals = torch.zeros(len(idx), width, device=device).scatter_(
+                    1, real[idx.to(device)], 1.0)
+                with torch.no_grad():
+                    fakes = generator(len(idx))
+                loss = critic(torch.stack([reals, fakes], dim=1))
                 DPTensorFastGradientClipping(critic, opt_c, loss, "mean").backward()
                 c_loss = float(loss.detach().mean())
+            else:  # an empty Poisson batch still takes its step: noise only, as accounted
+                for p in critic.parameters():
+                    p.grad = torch.zeros_like(p)
             opt_c.step()
             step += 1
             g_loss = _generator_step(generator, critic, opt_g, model.batch_size)
             with torch.no_grad():  # a moving average of the generator (post-processing)
                 for avg, p in zip(average, generator.parameters(), strict=True):
                     avg.lerp_(p, 1 - EMA if step > 1 else 1.0)
-            losses.append((c_loss, g_loss))
             if step == steps or time.monotonic() - eps_at >= 0.5:  # the accountant takes ~10 ms
                 eps_now, eps_at = spent_so_far(), time.monotonic()
             ctx.progress(stage, step, steps, critic_loss=c_loss, generator_loss=g_loss,
@@ -282,7 +283,6 @@ def _train(model: DPGAN, codes: np.ndarray, ctx: FitContext, stage: str):
                     "per-sample clipping",
         params={"noise_multiplier": sigma, "sample_rate": q, "steps": steps,
                 "max_grad_norm": model.max_grad_norm, "accountant_epsilon": spent}))
-    model.losses_ = np.array(losses)
     prior, table = (a.cpu().numpy().astype(float) for a in average)
     return prior, table
 

@@ -52,6 +52,7 @@ class DPSelect(DPGAN):
     summary = ("Trains a DP-GAN on a small share of the budget, draws a large pool from it, then "
                "picks output rows with the exponential mechanism to match 2-way marginals.")
     paper = "Ebrahimianghazani 2023 (MMath thesis, Waterloo)"
+
     def __init__(self, gan_share: float = 0.2, pool_multiplier: float = 20,
                  candidates: int | None = None, sections: int = 5, distance: str = "l1",
                  marginal_fraction: float = 0.1, epochs: float = 10.0, batch_size: int = 128,
@@ -81,7 +82,7 @@ class DPSelect(DPGAN):
                 isinstance(self.pool_multiplier, int | float) and self.pool_multiplier >= 1):
             raise ParameterError(f"pool_multiplier must be a number ≥ 1, got "
                                  f"{self.pool_multiplier!r}")
-        _check_int(self.candidates_, "candidates (T)")
+        _check_int(self._candidates, "candidates (T)")
         sections = _check_int(self.sections, "sections (S)")
         if sections > n:
             raise ParameterError(f"sections (S={sections}) cannot exceed the table's {n} rows")
@@ -94,7 +95,7 @@ class DPSelect(DPGAN):
                                  f"{self.marginal_fraction!r}")
 
     @property
-    def candidates_(self):
+    def _candidates(self):
         return self.pool_multiplier if self.candidates is None else self.candidates
 
     def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
@@ -125,7 +126,7 @@ class DPSelect(DPGAN):
         pool_cells = cells(pool_codes, coarse.sizes, marginals)
         trace = select(
             [real_cells[p] for p in parts], [pool_cells[p] for p in pool_parts], cell_counts,
-            weights, eps_step, int(self.candidates_), self.distance, self.rng_,
+            weights, eps_step, int(self._candidates), self.distance, self.rng_,
             progress=lambda t, total, d: ctx.progress(
                 SELECT, t, total, distance=float(np.mean(d)),
                 **{f"distance_{s + 1}": float(x) for s, x in enumerate(d)}),
@@ -138,7 +139,7 @@ class DPSelect(DPGAN):
             description=f"{n:,} rows picked from a pool of {m:,} in {self.sections} sections, "
                         f"{self.distance} distance over {len(marginals)} marginals",
             params={"epsilon_per_pick": eps_step, "picks_per_section": steps,
-                    "sections": self.sections, "candidates": int(self.candidates_),
+                    "sections": self.sections, "candidates": int(self._candidates),
                     "sensitivity": f"2/n_s, n_s = {min(len(p) for p in parts)}…{steps}",
                     "marginals": [list(c) for c in self.marginals_]}))
         picked = np.concatenate([p[c] for p, c in zip(pool_parts, trace.chosen, strict=True)])
