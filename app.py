@@ -12,4 +12,5 @@ st.set_page_config(page_title="Private synthetic data workbench", page_icon="�
 st.navigation([
     st.Page("app_pages/data.py", title="Data", icon="📋", default=True),
     st.Page("app_pages/synthesize.py", title="Synthesize", icon="⚙️"),
+    st.Page("app_pages/compare.py", title="Compare", icon="📊"),
 ]).run()

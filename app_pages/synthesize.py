@@ -1,4 +1,5 @@
-"""Synthesize: choose a method and a budget, run it, download the release."""
+"""Synthesize: choose a method and a budget split, see what the noise will do before spending
+anything, run it in the background while watching it learn, download the release."""
 
 import json
 import time
@@ -7,72 +8,116 @@ import pandas as pd
 import streamlit as st
 
 from synth.cli import run_command
-from synth.errors import SynthError
-from synth.evaluation import marginal_tvd, utility
-from synth.methods import METHODS, FitContext, Progress, Spent, StageStarted, make
-from synth.plots import ledger_chart, marginal_chart, tvd_heatmap, utility_chart
+from synth.methods import METHODS, NoiseScale, Progress, Spent, StageStarted, make
+from synth.plots import budget_chart, ledger_chart, progress_chart
 from synth.privacy.budget import Budget, default_delta, merge_shares
 from synth.privacy.domains import DOMAIN
 from synth.protocol import protocol_split
-from ui import layout, state
+from synth.schema import Schema
+from ui import layout, runner, state
 
 EPSILONS = [0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
+REFRESH = 0.4  # seconds between redraws of a live run
 
 ds = layout.sidebar()
 st.title("Synthesize")
 schema = ds.schema
+tutorial = st.toggle("Tutorial: explain each control", key="tutorial")
+
+
+def explain(text: str) -> None:
+    if tutorial:
+        st.caption(f"💡 {text}")
+
 
 method = st.selectbox("Method", list(METHODS), format_func=lambda m: METHODS[m].title)
 cls = METHODS[method]
 st.caption(f"{cls.summary}  \nSource: {cls.paper}")
+explain("Each method turns the private table into a model under differential privacy, then "
+        "samples synthetic rows from the model; sampling costs no further privacy.")
 
-left, right = st.columns(2)
-epsilon = left.select_slider("Total privacy budget ε (log scale)", EPSILONS, value=1.0)
 n = len(ds.table)
-delta = right.number_input(
-    f"δ (default 1/n^1.1 = {default_delta(n):.2e} for n = {n:,})", min_value=0.0,
-    max_value=0.1, value=float(f"{default_delta(n):.2e}"), format="%.2e", step=1e-6)
-shares_given = {}
+left, right = st.columns(2)
+with left:
+    epsilon = st.select_slider("Total privacy budget ε (log scale)", EPSILONS, value=1.0)
+    explain("ε bounds how much any one person's row can change what is released: smaller is "
+            "more private and noisier. 1 is a common choice; above 8 the guarantee is weak.")
+with right:
+    delta = st.number_input(
+        f"δ (default 1/n^1.1 = {default_delta(n):.2e} for n = {n:,})", min_value=0.0,
+        max_value=0.1, value=float(f"{default_delta(n):.2e}"), format="%.2e", step=1e-6)
+    explain("δ is the small chance that the ε guarantee fails; keep it well below 1/n so that "
+            "no single row is likely to be exposed.")
+
+params, shares_given = {}, {}
+default = make(method)
+if cls.share_param:
+    first, *others = default.stages
+    rest = " and ".join(others)
+    params[cls.share_param] = st.slider(
+        f"Share of the method's ε for {first} (the rest goes to {rest})", 0.05, 0.95,
+        float(default.get_params()[cls.share_param]), 0.05)
+    explain(f"Moving this slider trades {first} against {rest}; the preview below shows what "
+            "each stage's noise means at this split.")
+with st.expander("Method parameters"):
+    params.update(layout.param_inputs(cls, skip=(cls.share_param,)))
+    explain("Defaults were chosen from measurements on the Adult census table; fewer epochs "
+            "or a smaller pool make a quick trial run.")
 if not schema.releasable:
     shares_given[DOMAIN] = st.slider(
         "Share of ε for learning data-derived domains privately", 0.05, 0.9, 0.1, 0.05)
-seed = st.number_input("Seed", min_value=0, value=0, step=1)
+    explain("Columns whose categories or bounds you did not declare public on the Data page "
+            "have their domains learned privately first, with this share.")
+seed = int(st.number_input("Seed", min_value=0, value=0, step=1))
 holdout = schema.target is not None and st.checkbox(
     "Hold out 1/6 of the rows to measure utility honestly (they are not synthesized)",
     value=True)
+explain("Held-out rows are never shown to the method, so the accuracy of a model trained on the "
+        "synthetic table and tested on them is an honest estimate.")
 
-finished = False
-if st.button("Run", type="primary"):
-    with state.guard("The run"):
-        model = make(method)
-        budget = Budget(epsilon, delta, merge_shares(model.default_shares(schema), shares_given))
-        private, test = ds.table, None
-        if holdout:
-            train, val, test = protocol_split(ds.table)
-            private = pd.concat([train, val], ignore_index=True)
-        bar = st.progress(0.0, text="starting")
-        log = st.empty()
 
-        def show(event) -> None:
-            if isinstance(event, StageStarted):
-                bar.progress(0.0, text=f"{event.stage}: {event.description}")
-            elif isinstance(event, Progress) and event.total:
-                bar.progress(event.step / event.total, text=f"{event.stage}: {event.step}/"
-                                                             f"{event.total}")
-            elif isinstance(event, Spent):
-                log.caption(f"spent ε = {event.total_epsilon:.4g} of {epsilon:g} so far")
+@st.cache_data(show_spinner="Working out the noise…", max_entries=64)
+def noise_preview(method: str, params_json: str, rows: int, schema_json: str, epsilon: float,
+                  delta: float, shares_json: str) -> list[NoiseScale]:
+    """The noise scales of each stage: from the public schema and the row count only."""
+    model = make(method, json.loads(params_json))
+    budget = Budget(epsilon, delta, json.loads(shares_json))
+    return model.preview(rows, Schema.from_dict(json.loads(schema_json)), budget)
 
+
+def split(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """(rows to synthesize, held-out test rows or None)."""
+    if not holdout:
+        return table, None
+    train, val, test = protocol_split(table)
+    return pd.concat([train, val], ignore_index=True), test
+
+
+st.subheader("Before you spend anything")
+budget = None
+with state.guard("Planning the budget"):
+    model = make(method, params)
+    budget = Budget(epsilon, delta, merge_shares(model.default_shares(schema), shares_given))
+    rows = len(split(ds.table)[0])
+    st.plotly_chart(budget_chart(budget), width="stretch", key="plan")
+    for scale in noise_preview(method, json.dumps(model.get_params()), rows,
+                               json.dumps(schema.to_dict()), epsilon, delta,
+                               json.dumps(budget.shares)):
+        st.markdown(f"**{scale.stage}** · {scale.mechanism} · `{scale.scale}`  \n"
+                    f"{scale.meaning}")
+    st.caption(f"Worked out from the schema and the row count ({rows:,}) only: no data is read "
+               "and nothing is spent.")
+
+
+def work(model, private, test, schema, budget, config, name):
+    """What the background thread runs: fit, sample, measure (never touches Streamlit)."""
+    from synth.errors import SynthError
+    from synth.evaluation import marginal_tvd, utility
+
+    def run(ctx):
         started = time.perf_counter()
-        model.fit(private, schema, budget, FitContext(seed=int(seed), on_event=show))
+        model.fit(private, schema, budget, ctx)
         synthetic = model.sample()
-        seconds = time.perf_counter() - started
-        bar.progress(1.0, text=f"done in {seconds:.1f} s")
-        ledger = model.ledger_.to_dict()
-        params, shares = model.get_params(), dict(budget.shares)
-        config = {"method": method, "params": params, "epsilon": epsilon, "delta": delta,
-                  "shares": shares, "seed": int(seed),
-                  "command": run_command(method, epsilon, delta, int(seed), params, shares),
-                  "schema": schema.public_view().to_dict()}
         evaluation, fidelity = {}, None
         try:  # a failed measurement must not cost the user a finished release
             fidelity = marginal_tvd(private, synthetic, schema)
@@ -80,26 +125,82 @@ if st.button("Run", type="primary"):
                 evaluation = utility(test, synthetic, schema, real_train=private)
         except SynthError as exc:
             evaluation = {"error": str(exc)}
-        name = f"{method} ε={epsilon:g} seed={int(seed)} #{len(state.runs()) + 1}"
-        state.add_run(state.Run(name, synthetic, private, schema, ledger, config, seconds,
-                                evaluation, fidelity))
-        finished = True
-if finished:  # redraw from state, sidebar included (outside the guard: rerun is an exception)
-    st.rerun()
+        return state.Run(name, synthetic, private, schema, model.ledger_.to_dict(), config,
+                         time.perf_counter() - started, evaluation, fidelity)
+    return run
+
+
+busy = state.job() is not None
+if st.button("Run", type="primary", disabled=busy or budget is None):
+    with state.guard("Starting the run"):
+        private, test = split(ds.table)
+        params = model.get_params()
+        config = {"method": method, "params": params, "epsilon": epsilon, "delta": delta,
+                  "shares": dict(budget.shares), "seed": seed,
+                  "command": run_command(method, epsilon, delta, seed, params,
+                                         dict(budget.shares)),
+                  "schema": schema.public_view().to_dict()}
+        split_note = f" {cls.share_param}={params[cls.share_param]:g}" if cls.share_param else ""
+        name = f"{cls.title} ε={epsilon:g}{split_note} seed={seed} #{len(state.runs()) + 1}"
+        state.start_job(runner.Job(name, seed, epsilon).start(
+            work(model, private, test, schema, budget, config, name)))
+
+
+@st.fragment(run_every=REFRESH)
+def live() -> None:
+    """Redraw the run in progress a few times a second, without rerunning the page."""
+    job = state.job()
+    if job is None:
+        return
+    if job.status != runner.RUNNING:
+        st.rerun(scope="app")  # the sidebar collects the result and the page shows it
+    events = list(job.events)
+    st.subheader(f"Running: {job.name}")
+    stages: dict[str, list] = {}
+    charged, running = 0.0, 0.0  # ε on the ledger; ε the current stage's accountant reports
+    for e in events:
+        if isinstance(e, StageStarted):
+            stages[e.stage], running = [0, e.total, e.description], 0.0
+        elif isinstance(e, Progress) and e.stage in stages:
+            stages[e.stage][:2] = e.step, e.total or stages[e.stage][1]
+            running = e.metrics.get("epsilon", running)
+        elif isinstance(e, Spent):
+            charged, running = e.total_epsilon, 0.0
+    for stage, (step, total, description) in stages.items():
+        share = step / total if total else 0.0
+        st.progress(min(share, 1.0), text=f"**{stage}** {step:,}/{total or '?'}: {description}")
+    st.caption(f"{job.seconds:.0f} s so far; ε spent: {charged + running:.4g} of {job.epsilon:g}"
+               + (" — cancelling…" if job.cancelling else ""))
+    for stage in stages:
+        if any(isinstance(e, Progress) and e.stage == stage and e.metrics for e in events):
+            st.plotly_chart(progress_chart(events, stage), width="stretch", key=f"live:{stage}")
+    if st.button("Cancel", disabled=job.cancelling):
+        job.cancel()
+
+
+live()
+
+ended = state.last_job()
+if ended is not None and ended.status == runner.CANCELLED:
+    st.warning(f"{ended.name} was cancelled: nothing was released, earlier runs are kept.")
+elif ended is not None and ended.status == runner.FAILED:
+    st.error(f"{ended.name} failed: {ended.error}. Earlier runs are kept.")
 
 runs = state.runs()
 if not runs:
-    st.info("No runs yet: choose a budget and press Run.")
+    if not busy:
+        st.info("No runs yet: choose a budget and press Run.")
     st.stop()
 
 run = runs[-1]
 st.divider()
 st.subheader(f"Release: {run.name}")
-c1, c2, c3 = st.columns(3)
+c1, c2, c3, c4 = st.columns(4)
 c1.metric("ε spent", f"{run.ledger['total_epsilon']:.4g}")
 c2.metric("δ spent", f"{run.ledger['total_delta']:.2e}")
 c3.metric("rows", f"{len(run.synthetic):,}")
-st.plotly_chart(ledger_chart(run.ledger), width="stretch")
+c4.metric("seconds", f"{run.seconds:.1f}")
+st.plotly_chart(ledger_chart(run.ledger), width="stretch", key="ledger")
 d1, d2, d3 = st.columns(3)
 d1.download_button("Synthetic table (CSV)", run.synthetic.to_csv(index=False),
                    file_name="synth.csv", mime="text/csv")
@@ -111,23 +212,4 @@ st.code(run.config["command"], language="bash")
 st.caption("To reproduce this release outside the app, save the configuration's `schema` as "
            "schema.json and run the command above on the same table.")
 st.dataframe(run.synthetic.head(100), width="stretch", height=220)
-
-st.subheader("Real vs synthetic")
-st.caption("Uses the real data: for your eyes, not part of the release.")
-with state.guard("Comparing with the real table"):
-    if run.fidelity is not None:
-        e1, e2 = st.columns(2)
-        e1.metric("1-way TVD (avg)", f"{run.fidelity.tvd1:.3f}")
-        e2.metric("2-way TVD (avg)", f"{run.fidelity.tvd2:.3f}")
-    if "error" in run.evaluation:
-        st.warning(f"The comparison with the real data could not be completed: "
-                   f"{run.evaluation['error']}")
-    elif run.evaluation:
-        ev = run.evaluation
-        st.plotly_chart(utility_chart({run.name: ev}, ev["majority"], ev.get("real_accuracy")),
-                        width="stretch")
-    column = st.selectbox("Column", run.schema.names)
-    st.plotly_chart(marginal_chart(run.real, {run.name: run.synthetic}, run.schema, column),
-                    width="stretch")
-    if run.fidelity is not None:
-        st.plotly_chart(tvd_heatmap(run.fidelity), width="stretch")
+st.page_link("app_pages/compare.py", label="Compare real and synthetic data", icon="📊")

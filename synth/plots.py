@@ -6,7 +6,7 @@ eyes and are not part of a release.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -14,6 +14,8 @@ import plotly.graph_objects as go
 
 from synth.encoding import Discretizer
 from synth.evaluation import FIDELITY_BINS, Fidelity, comparable
+from synth.methods.base import Event, Progress
+from synth.privacy.budget import Budget
 from synth.schema import Schema, prepare
 
 REAL = "real (not releasable)"
@@ -79,4 +81,40 @@ def ledger_chart(ledger: Mapping) -> go.Figure:
     fig.update_layout(barmode="stack", height=220, xaxis_title="ε spent",
                       title=f"Privacy ledger: ε = {ledger['total_epsilon']:.4g}, "
                             f"δ = {ledger['total_delta']:.3g}")
+    return fig
+
+
+def budget_chart(budget: Budget) -> go.Figure:
+    """Stacked bar of the planned split of ε between stages, before anything is spent."""
+    fig = go.Figure()
+    for stage, share in budget.shares.items():
+        eps = budget.epsilon * share
+        fig.add_bar(name=stage, y=["ε"], x=[eps], orientation="h",
+                    hovertemplate=f"{stage}: ε = {eps:.4g} ({share:.0%})<extra></extra>")
+    fig.update_layout(barmode="stack", height=220, xaxis_title="ε planned",
+                      legend={"orientation": "h", "y": -0.6},
+                      title=f"Planned split of ε = {budget.epsilon:g}, δ = {budget.delta:.3g}")
+    return fig
+
+
+def progress_chart(events: Iterable[Event], stage: str) -> go.Figure:
+    """Every metric a stage reports against its step; ε spent gets a panel of its own."""
+    from plotly.subplots import make_subplots
+
+    rows = [{"step": e.step, **e.metrics} for e in events
+            if isinstance(e, Progress) and e.stage == stage and e.metrics]
+    frame = pd.DataFrame(rows, columns=["step"] if not rows else None)
+    steps = frame.pop("step")
+    spent = frame.pop("epsilon") if "epsilon" in frame else None
+    two = spent is not None
+    fig = make_subplots(rows=1, cols=2 if two else 1, column_widths=[0.65, 0.35] if two else None,
+                        subplot_titles=(stage, "ε spent") if two else (stage,))
+    for name, values in frame.items():
+        fig.add_scatter(x=steps, y=values, name=name.replace("_", " "), mode="lines",
+                        row=1, col=1)
+    if two:
+        fig.add_scatter(x=steps, y=spent, name="ε spent", mode="lines", row=1, col=2)
+        fig.update_yaxes(rangemode="tozero", row=1, col=2)
+    fig.update_xaxes(title_text="step")
+    fig.update_layout(height=300, margin={"t": 40, "b": 30}, uirevision=stage)
     return fig

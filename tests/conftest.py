@@ -32,3 +32,11 @@ def adult_public(adult):
 @pytest.fixture(scope="session")
 def sample():
     return load_sample()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keep each phase's report on the test item, so fixtures can tell a failed test."""
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report

@@ -1,5 +1,8 @@
 """The app through Streamlit's AppTest: real scripts, real package, simulated browser."""
 
+import json
+import time
+
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -8,6 +11,7 @@ from .conftest import REPO
 
 APP = str(REPO / "app.py")
 SYNTH = "app_pages/synthesize.py"
+COMPARE = "app_pages/compare.py"
 
 
 @pytest.fixture
@@ -28,6 +32,24 @@ def run_button(at):
     return next(b for b in at.button if b.label == "Run")
 
 
+def finish(at, timeout: float = 300):
+    """Rerun the page until the background run has ended (as the live fragment would)."""
+    deadline = time.monotonic() + timeout
+    while "job" in at.session_state:
+        assert time.monotonic() < deadline, "the run did not finish in time"
+        time.sleep(0.2)
+        at.run()
+    return at
+
+
+def run(at, timeout: float = 300):
+    return finish(run_button(at).click().run(), timeout)
+
+
+def set_param(at, method: str, name: str, value):
+    at.number_input(key=f"param:{method}:{name}").set_value(value).run()
+
+
 def test_starts_on_the_bundled_sample(app):
     assert app.title[0].value == "Data"
     assert "census demo (bundled sample): 5,000 rows" in texts(app)
@@ -38,7 +60,7 @@ def test_starts_on_the_bundled_sample(app):
 def test_run_shows_the_release_and_keeps_it(app):
     app.switch_page(SYNTH).run()
     assert "No runs yet" in texts(app)
-    run_button(app).click().run()
+    run(app)
     assert not app.exception and not app.error
     metrics = {m.label: m.value for m in app.metric}
     assert float(metrics["ε spent"]) <= 1.0
@@ -46,7 +68,7 @@ def test_run_shows_the_release_and_keeps_it(app):
         "Synthetic table (CSV)", "Privacy ledger (JSON)", "Run configuration (JSON)"}
     assert "python -m synth run DATA.csv" in app.code[0].value
     assert "1 finished run this session" in texts(app)
-    assert "not part of the release" in texts(app)
+    assert "Independent marginals ε=1 seed=0 #1" in texts(app)
 
 
 def test_bad_upload_shows_a_message_and_keeps_the_data(app):
@@ -68,7 +90,7 @@ def test_uploaded_table_learns_its_domains_privately(app):
     share = next(s for s in app.slider if "learning data-derived domains" in s.label)
     share.set_value(0.5).run()
     app.select_slider[0].set_value(8.0).run()
-    run_button(app).click().run()
+    run(app)
     assert not app.exception and not app.error, [e.value for e in app.error]
     assert float(next(m.value for m in app.metric if m.label == "ε spent")) <= 8.0
     # the downloadable configuration carries no domain read off the table
@@ -88,8 +110,9 @@ def test_a_failed_utility_check_keeps_the_release(app):
         "k").select("g").select("label").run()
     app.selectbox(key="target:onesided.csv").set_value("label").run()
     app.switch_page(SYNTH).run()
-    run_button(app).click().run()
+    run(app)
     assert not app.exception and not app.error, [e.value for e in app.error]
+    app.switch_page(COMPARE).run()
     assert any("could not be completed" in w.value and "single class" in w.value
                for w in app.warning)
     assert "1 finished run this session" in texts(app)
@@ -97,11 +120,12 @@ def test_a_failed_utility_check_keeps_the_release(app):
 
 def test_a_failing_run_keeps_earlier_results(app):
     app.switch_page(SYNTH).run()
-    run_button(app).click().run()
+    run(app)
     app.number_input[0].set_value(0.0).run()  # δ = 0: the Gaussian mechanism cannot run
-    run_button(app).click().run()
+    assert "impossible" in texts(app)  # the preview says so before anything runs
+    run(app)
     assert not app.exception
-    assert any("The run failed" in e.value and "δ > 0" in e.value for e in app.error)
+    assert any("#2 failed" in e.value and "δ > 0" in e.value for e in app.error)
     assert "1 finished run this session" in texts(app)
     assert any(m.label == "ε spent" for m in app.metric)  # the earlier release is still shown
 
@@ -120,8 +144,82 @@ def test_schema_choices_on_the_data_page(app):
 def test_dpselect_runs_from_the_app_and_spends_both_shares(app):
     app.switch_page(SYNTH).run()
     app.selectbox[0].set_value("dpselect").run()
-    assert "DP-GAN pool" in texts(app) or "pool" in texts(app)
-    run_button(app).click().run(timeout=300)
+    assert "draws a large pool" in texts(app)
+    set_param(app, "dpselect", "epochs", 1.0)
+    run(app)
     assert not app.exception and not app.error
     assert float({m.label: m.value for m in app.metric}["ε spent"]) == pytest.approx(1.0)
     assert "--method dpselect" in app.code[0].value
+    assert "--set epochs=1.0" in app.code[0].value
+
+
+def test_the_preview_follows_the_budget_split(app):
+    app.switch_page(SYNTH).run()
+    app.selectbox[0].set_value("dpselect").run()
+    assert not app.exception and not app.error
+
+    def per_pick() -> float:
+        line = next(m.value for m in app.markdown if "ε per pick" in m.value)
+        return float(line.split("ε per pick = ")[1].split(",")[0])
+
+    def planned() -> dict:
+        chart = next(c for c in app.get("plotly_chart") if "Planned split" in c.proto.spec)
+        return {bar["name"]: bar["x"][0] for bar in json.loads(chart.proto.spec)["data"]}
+
+    before, split = per_pick(), planned()
+    assert split == pytest.approx({"gan": 0.2, "select": 0.8})
+    next(s for s in app.slider if s.label.startswith("Share of the method's ε for gan")) \
+        .set_value(0.5).run()
+    assert planned() == pytest.approx({"gan": 0.5, "select": 0.5})
+    assert per_pick() < before  # less ε left for selection: a smaller per-pick ε
+    assert "runs" not in app.session_state or not app.session_state["runs"]  # nothing spent
+
+
+def test_tutorial_explains_the_controls(app):
+    app.switch_page(SYNTH).run()
+    assert not any("💡" in c.value for c in app.caption)
+    app.toggle(key="tutorial").set_value(True).run()
+    tips = [c.value for c in app.caption if "💡" in c.value]
+    assert len(tips) >= 4 and any("ε bounds" in t for t in tips)
+
+
+def test_cancel_stops_the_run_and_keeps_earlier_ones(app):
+    app.switch_page(SYNTH).run()
+    run(app)
+    app.selectbox[0].set_value("dpgan").run()
+    set_param(app, "dpgan", "epochs", 1000.0)
+    run_button(app).click().run()
+    assert app.session_state["job"].status == "running"
+    deadline = time.monotonic() + 60
+    while not any(b.label == "Cancel" for b in app.button):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+        app.run()
+    started = time.monotonic()
+    next(b for b in app.button if b.label == "Cancel").click().run()
+    finish(app, timeout=30)
+    assert time.monotonic() - started < 5
+    assert any("was cancelled" in w.value for w in app.warning)
+    assert len(app.session_state["runs"]) == 1
+    assert any(m.label == "ε spent" for m in app.metric)  # the earlier release is still shown
+
+
+def test_compare_page_shows_every_chosen_run(app):
+    app.switch_page(COMPARE).run()
+    assert "No finished runs yet" in texts(app)
+    app.switch_page(SYNTH).run()
+    run(app)
+    app.select_slider[0].set_value(4.0).run()
+    run(app)
+    app.switch_page(COMPARE).run()
+    assert not app.exception and not app.error
+    assert "for your eyes" in texts(app)
+    table = app.dataframe[0].value
+    assert list(table["ε spent"]) == pytest.approx([1.0, 4.0])
+    assert table["tree accuracy"].notna().all()
+    charts = [c.proto.spec for c in app.get("plotly_chart")]
+    assert sum("2-way marginal TVD" in c or "#1" in c for c in charts) >= 1
+    assert any("Decision-tree utility" in c for c in charts)
+    column = next(s for s in app.selectbox if s.label == "Column")
+    column.set_value("income").run()
+    assert any("income: share of rows" in c.proto.spec for c in app.get("plotly_chart"))

@@ -64,9 +64,17 @@ def page(server, request):
         pg.on("pageerror", lambda e: errors.append(str(e)))
         pg.goto(server + getattr(request, "param", "/"))
         yield pg
-        SHOTS.mkdir(exist_ok=True)
+        report = getattr(request.node, "rep_call", None)
+        if report is not None and report.failed:  # the artifact CI keeps for a failed test
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            pg.screenshot(path=str(SHOTS / f"FAILED-{request.node.name}.png"), full_page=True)
         browser.close()
         assert not errors, errors
+
+
+def shot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / name), full_page=True)
 
 
 def test_starts_on_the_sample_and_runs(page):
@@ -75,16 +83,70 @@ def test_starts_on_the_sample_and_runs(page):
     heading.wait_for(timeout=30_000)
     assert time.monotonic() - started < 30
     page.get_by_text("Download working schema (JSON)").wait_for(timeout=30_000)
-    page.screenshot(path=str(SHOTS / "data.png"), full_page=True)
+    shot(page, "data.png")
     page.get_by_role("link", name="Synthesize").click()
-    page.get_by_role("button", name="Run").click()
-    page.get_by_text("Release: independent ε=1").wait_for(timeout=60_000)
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.get_by_text("Release: Independent marginals ε=1").wait_for(timeout=60_000)
     page.get_by_text("1 finished run this session").wait_for(timeout=10_000)
     page.get_by_test_id("stMetricLabel").get_by_text("ε spent", exact=True).wait_for(
         timeout=20_000)
     page.get_by_role("button", name="Privacy ledger (JSON)").wait_for(timeout=20_000)
     page.locator(".js-plotly-plot").first.wait_for(timeout=20_000)
-    page.screenshot(path=str(SHOTS / "synthesize.png"), full_page=True)
+    shot(page, "synthesize.png")
+    assert "Traceback" not in page.content()
+
+
+def progress_texts(page) -> list[str]:
+    return page.get_by_test_id("stProgress").all_inner_texts()  # one snapshot: bars come and go
+
+
+def test_a_live_dp_select_run_then_a_cancelled_one(page):
+    page.get_by_text("census demo (bundled sample)").first.wait_for(timeout=30_000)
+    page.get_by_role("link", name="Synthesize").click()
+    page.get_by_text("Planned split").wait_for(timeout=30_000)
+    page.get_by_test_id("stSelectbox").first.click()
+    page.get_by_role("option", name="DP-Select").click()
+    page.get_by_text("ε per pick").wait_for(timeout=30_000)  # the preview of the selection
+    page.get_by_text("Method parameters").click()
+
+    def set_epochs(value: str) -> None:
+        epochs = page.get_by_label("epochs", exact=True)
+        epochs.fill(value)
+        epochs.press("Enter")
+        steps = int(value) * 33  # 4,166 rows in batches of ~128: 33 steps an epoch
+        page.get_by_text(f"{steps:,} critic steps").wait_for(timeout=30_000)
+
+    set_epochs("3")
+    page.get_by_role("button", name="Run", exact=True).click()
+    seen: list[list[str]] = []
+    deadline = time.monotonic() + 120
+    release = page.get_by_text("Release: DP-Select ε=1 gan_share=0.2 seed=0 #1")
+    while not release.count():
+        assert time.monotonic() < deadline, f"no release; progress seen: {seen[-3:]}"
+        texts = progress_texts(page)
+        if texts and (not seen or texts != seen[-1]):
+            seen.append(texts)
+            if len(seen) == 3:
+                page.locator(".js-plotly-plot").filter(has_text="critic loss").first.wait_for(
+                    timeout=10_000)  # the live loss curves
+                shot(page, "live.png")
+        time.sleep(0.1)
+    assert len(seen) >= 3, seen  # the progress bars moved while it ran
+    assert any("gan" in " ".join(t) for t in seen)
+    page.get_by_test_id("stMetricLabel").get_by_text("ε spent", exact=True).wait_for()
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Synthetic table (CSV)").click()
+    header = Path(download.value.path()).read_text().splitlines()[0]
+    assert header.startswith("age,")
+    shot(page, "release.png")
+
+    set_epochs("1000")
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.get_by_role("button", name="Cancel").click(timeout=60_000)
+    page.get_by_text("was cancelled: nothing was released").wait_for(timeout=10_000)
+    assert page.get_by_text("1 finished run this session").count() == 1
+    assert release.count() == 1  # the first release is still shown
+    shot(page, "cancelled.png")
     assert "Traceback" not in page.content()
 
 

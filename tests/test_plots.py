@@ -1,7 +1,17 @@
 """Plotly builders: the right traces, and real-data figures labelled as not releasable."""
 
 from synth.evaluation import marginal_tvd
-from synth.plots import REAL, ledger_chart, marginal_chart, tvd_heatmap, utility_chart
+from synth.methods import Progress, StageStarted
+from synth.plots import (
+    REAL,
+    budget_chart,
+    ledger_chart,
+    marginal_chart,
+    progress_chart,
+    tvd_heatmap,
+    utility_chart,
+)
+from synth.privacy.budget import Budget
 
 
 def test_marginal_chart_has_real_and_each_synthetic_table(sample):
@@ -31,3 +41,21 @@ def test_ledger_chart_stacks_stages_against_the_budget():
     fig = ledger_chart(ledger)
     assert {t.name: t.x[0] for t in fig.data} == {"domain": 0.1, "measure": 0.8}
     assert "not releasable" not in fig.layout.title.text
+
+
+def test_budget_chart_shows_the_planned_split():
+    fig = budget_chart(Budget(2.0, 1e-5, {"gan": 0.25, "select": 0.75}))
+    assert {t.name: t.x[0] for t in fig.data} == {"gan": 0.5, "select": 1.5}
+
+
+def test_progress_chart_draws_each_metric_and_puts_epsilon_apart():
+    events = [StageStarted("gan", 3),
+              *(Progress("gan", k, 3, {"critic_loss": 1.0 / k, "epsilon": 0.1 * k})
+                for k in (1, 2, 3)),
+              Progress("select", 1, 2, {"distance": 0.5})]
+    fig = progress_chart(events, "gan")
+    lines = {t.name: list(t.y) for t in fig.data}
+    assert lines == {"critic loss": [1.0, 0.5, 1 / 3], "ε spent": [0.1, 0.2, 0.1 * 3]}
+    assert fig.data[1].xaxis == "x2"  # ε spent has its own panel
+    assert [t.name for t in progress_chart(events, "select").data] == ["distance"]
+    assert len(progress_chart([], "gan").data) == 0  # nothing yet: an empty chart

@@ -15,6 +15,7 @@ from synth.data import load_sample
 from synth.errors import SynthError
 from synth.evaluation import Fidelity
 from synth.schema import Schema
+from ui import runner
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,33 @@ def runs() -> list[Run]:
 
 def add_run(run: Run) -> None:
     runs().append(run)
+
+
+def job() -> runner.Job | None:
+    """The run in progress (or finished but not yet collected), if any."""
+    return st.session_state.get("job")
+
+
+def start_job(new: runner.Job) -> None:
+    st.session_state["job"] = new
+
+
+def collect() -> runner.Job | None:
+    """Move a finished job's release into the runs and forget the job; return the job if it
+    ended (so the page can say how), None while it is still running or absent."""
+    current = job()
+    if current is None or current.status == runner.RUNNING:
+        return None
+    del st.session_state["job"]
+    if current.status == runner.DONE:
+        add_run(current.result)
+    st.session_state["last_job"] = current
+    return current
+
+
+def last_job() -> runner.Job | None:
+    """The most recently ended job, to report a failure or cancellation."""
+    return st.session_state.get("last_job")
 
 
 @contextlib.contextmanager

@@ -10,6 +10,7 @@ from synth.errors import ParameterError
 from synth.methods.base import (
     Event,
     FitContext,
+    NoiseScale,
     Progress,
     Spent,
     StageStarted,
@@ -28,6 +29,7 @@ __all__ = [
     "METHODS",
     "Event",
     "FitContext",
+    "NoiseScale",
     "Progress",
     "Spent",
     "StageStarted",

@@ -19,7 +19,7 @@ import pandas as pd
 
 from synth.errors import Cancelled, ParameterError, SynthError
 from synth.privacy.budget import Budget, Ledger, LedgerEntry
-from synth.privacy.domains import DOMAIN, learn_domains
+from synth.privacy.domains import DOMAIN, keep_threshold, learn_domains
 from synth.schema import Schema, prepare, validate
 
 # ---- events ---------------------------------------------------------------------------------
@@ -54,6 +54,17 @@ class Spent:
 
 
 Event = StageStarted | Progress | Spent
+
+
+@dataclass(frozen=True)
+class NoiseScale:
+    """What one stage's mechanism will do, worked out before any data is read: from the
+    public schema, the row count (public in our privacy model) and the budget only."""
+
+    stage: str
+    mechanism: str
+    scale: str  # the noise parameter, e.g. "σ = 41 per cell"
+    meaning: str  # what it does to the result, in words
 
 
 @dataclass
@@ -124,6 +135,9 @@ class Synthesizer:
     summary: ClassVar[str]  # two lines for the app: what it does and when to use it
     paper: ClassVar[str]
     stages: ClassVar[Mapping[str, float]]  # the method's own budget shares, summing to 1
+    # the parameter, if any, that splits the method's budget between its first stage and the
+    # rest (the app shows it as a slider next to the other shares)
+    share_param: ClassVar[str | None] = None
 
     def get_params(self) -> dict[str, Any]:
         sig = inspect.signature(type(self).__init__)
@@ -140,6 +154,17 @@ class Synthesizer:
             return dict(self.stages)
         rest = 1 - domain_share
         return {DOMAIN: domain_share, **{k: v * rest for k, v in self.stages.items()}}
+
+    def preview(self, n: int, schema: Schema, budget: Budget) -> list[NoiseScale]:
+        """The noise every stage would use for an ``n``-row table: no data is read, so the
+        trade-offs of a budget split can be shown before anything is spent."""
+        scales = []
+        if not schema.releasable and DOMAIN in budget.shares:
+            scales.append(domain_preview(schema, *budget.allowance(DOMAIN)))
+        return scales + self._preview(n, schema, budget)
+
+    def _preview(self, n: int, schema: Schema, budget: Budget) -> list[NoiseScale]:
+        return []
 
     def fit(self, table: pd.DataFrame, schema: Schema, budget: Budget,
             ctx: FitContext | None = None) -> Synthesizer:
@@ -182,3 +207,14 @@ class Synthesizer:
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         raise NotImplementedError
+
+
+def domain_preview(schema: Schema, epsilon: float, delta: float) -> NoiseScale:
+    """Noise of learning the data-derived domains (see :mod:`synth.privacy.domains`)."""
+    todo = [c.name for c in schema if not c.releasable]
+    eps_c, delta_c = epsilon / len(todo), delta / len(todo)
+    keep = f"{keep_threshold(eps_c, delta_c):.0f}" if delta_c > 0 else "∞ (δ = 0)"
+    return NoiseScale(
+        DOMAIN, "Laplace counts, thresholded", f"scale {1 / eps_c:.3g} per count",
+        f"{len(todo)} columns share ε = {epsilon:.3g}: a category needs about {keep} rows to "
+        "be kept, rarer ones fold into 'other'")

@@ -36,8 +36,8 @@ import pandas as pd
 
 from synth.encoding import Discretizer, finalize
 from synth.errors import BudgetError, ParameterError
-from synth.methods.base import FitContext, Synthesizer
-from synth.privacy.budget import LedgerEntry
+from synth.methods.base import FitContext, NoiseScale, Synthesizer
+from synth.privacy.budget import Budget, LedgerEntry
 from synth.schema import Schema
 
 GAN = "gan"
@@ -129,6 +129,9 @@ class DPGAN(Synthesizer):
     components : latent classes of the generator.
     critic_hidden : hidden width of the critic; a small critic has fewer coordinates for the
         DP-SGD noise to drown.
+    generator_batch : fake rows per generator step. Generator steps are free (post-processing),
+        and a large batch tames the straight-through Gumbel noise in its gradient: 2,048
+        against 128 took 2-way TVD at ε = 2 from 0.11–0.13 to 0.08–0.10 (3 seeds).
     lr_critic, lr_generator : Adam learning rates.
     max_grad_norm : per-sample clipping norm C (per-pair gradient norms are ~0.5 at the start,
         so 0.1 keeps clipping active and the noise σC small).
@@ -143,12 +146,14 @@ class DPGAN(Synthesizer):
     stages: ClassVar[Mapping[str, float]] = {GAN: 1.0}
 
     def __init__(self, epochs: float = 10.0, batch_size: int = 128, components: int = 64,
-                 critic_hidden: int = 32, lr_critic: float = 3e-3, lr_generator: float = 1e-2,
-                 max_grad_norm: float = 0.1, bins: int = 16, exact_integers: int = 128):
+                 critic_hidden: int = 32, generator_batch: int = 2048, lr_critic: float = 3e-3,
+                 lr_generator: float = 1e-2, max_grad_norm: float = 0.1, bins: int = 16,
+                 exact_integers: int = 128):
         self.epochs = epochs
         self.batch_size = batch_size
         self.components = components
         self.critic_hidden = critic_hidden
+        self.generator_batch = generator_batch
         self.lr_critic = lr_critic
         self.lr_generator = lr_generator
         self.max_grad_norm = max_grad_norm
@@ -157,7 +162,7 @@ class DPGAN(Synthesizer):
 
     def _check(self, n: int) -> None:
         _check_float(self.epochs, "epochs")
-        for name in ("batch_size", "components", "critic_hidden", "bins"):
+        for name in ("batch_size", "components", "critic_hidden", "generator_batch", "bins"):
             _check_int(getattr(self, name), name)
         _check_int(self.exact_integers, "exact_integers", 0)
         for name in ("lr_critic", "lr_generator", "max_grad_norm"):
@@ -165,6 +170,24 @@ class DPGAN(Synthesizer):
         if self.batch_size >= n:
             raise ParameterError(f"batch_size ({self.batch_size}) must be smaller than the "
                                  f"table ({n} rows)")
+
+    def plan(self, n: int, epsilon: float, delta: float) -> tuple[float, int, float]:
+        """(sampling rate q, steps, noise multiplier σ) of the critic's DP-SGD on n rows."""
+        self._check(n)
+        if delta <= 0:
+            raise BudgetError(f"DP-SGD needs δ > 0 in the {GAN!r} share")
+        q = 1 / math.ceil(n / self.batch_size)  # the rate Opacus's DPDataLoader uses
+        steps = max(1, math.ceil(self.epochs / q))
+        return q, steps, calibrate_noise(epsilon, delta, q, steps)
+
+    def _preview(self, n: int, schema: Schema, budget: Budget) -> list[NoiseScale]:
+        eps, delta = budget.allowance(GAN)
+        q, steps, sigma = self.plan(n, eps, delta)
+        return [NoiseScale(
+            GAN, "DP-SGD (Gaussian, Poisson batches)", f"noise multiplier σ = {sigma:.3g}",
+            f"{steps:,} critic steps on batches of ~{q * n:.0f} rows: each step's summed "
+            f"gradient (at most {q * n:.0f} C) gets noise of std {sigma:.2g} C per coordinate; "
+            f"one row moves it by at most C")]
 
     def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
         self._check(len(data))
@@ -211,15 +234,12 @@ def _train(model: DPGAN, codes: np.ndarray, ctx: FitContext, stage: str):
 
     ledger, sizes = model.ledger_, model.discretizer_.sizes
     eps, delta = ledger.remaining(stage)
-    if delta <= 0:
-        raise BudgetError(f"DP-SGD needs δ > 0 in the {stage!r} share")
     n = len(codes)
+    q, steps, sigma = model.plan(n, eps, delta)
     seed = int(model.rng_.integers(2**63 - 1))
     loader = DataLoader(TensorDataset(torch.arange(n)), batch_size=model.batch_size,
                         generator=torch.Generator().manual_seed(seed))  # Poisson draws
-    q = 1 / len(loader)  # the sampling rate Opacus's DPDataLoader will use
-    steps = max(1, math.ceil(model.epochs / q))
-    sigma = calibrate_noise(eps, delta, q, steps)
+    assert len(loader) == round(1 / q), "the plan's sampling rate is the loader's"
 
     device = torch.device(ctx.resolve_device())
     torch.manual_seed(seed)
@@ -265,7 +285,7 @@ def _train(model: DPGAN, codes: np.ndarray, ctx: FitContext, stage: str):
                     p.grad = torch.zeros_like(p)
             opt_c.step()
             step += 1
-            g_loss = _generator_step(generator, critic, opt_g, model.batch_size)
+            g_loss = _generator_step(generator, critic, opt_g, model.generator_batch)
             with torch.no_grad():  # a moving average of the generator (post-processing)
                 for avg, p in zip(average, generator.parameters(), strict=True):
                     avg.lerp_(p, 1 - EMA if step > 1 else 1.0)

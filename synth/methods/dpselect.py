@@ -22,9 +22,9 @@ import pandas as pd
 
 from synth.encoding import Discretizer, finalize
 from synth.errors import ParameterError
-from synth.methods.base import FitContext
+from synth.methods.base import FitContext, NoiseScale
 from synth.methods.dpgan import DPGAN, GAN, _check_int, train_gan
-from synth.privacy.budget import LedgerEntry
+from synth.privacy.budget import Budget, LedgerEntry
 from synth.privacy.composition import bounded_range, per_step_epsilon
 from synth.schema import Schema
 from synth.selection import DISTANCES, cells, select, top_pairs
@@ -52,15 +52,17 @@ class DPSelect(DPGAN):
     summary = ("Trains a DP-GAN on a small share of the budget, draws a large pool from it, then "
                "picks output rows with the exponential mechanism to match 2-way marginals.")
     paper = "Ebrahimianghazani 2023 (MMath thesis, Waterloo)"
+    share_param = "gan_share"
 
     def __init__(self, gan_share: float = 0.2, pool_multiplier: float = 20,
                  candidates: int | None = None, sections: int = 5, distance: str = "l1",
                  marginal_fraction: float = 0.1, epochs: float = 10.0, batch_size: int = 128,
-                 components: int = 64, critic_hidden: int = 32, lr_critic: float = 3e-3,
-                 lr_generator: float = 1e-2, max_grad_norm: float = 0.1, bins: int = 16,
-                 exact_integers: int = 128):
+                 components: int = 64, critic_hidden: int = 32, generator_batch: int = 2048,
+                 lr_critic: float = 3e-3, lr_generator: float = 1e-2, max_grad_norm: float = 0.1,
+                 bins: int = 16, exact_integers: int = 128):
         super().__init__(epochs=epochs, batch_size=batch_size, components=components,
-                         critic_hidden=critic_hidden, lr_critic=lr_critic,
+                         critic_hidden=critic_hidden, generator_batch=generator_batch,
+                         lr_critic=lr_critic,
                          lr_generator=lr_generator, max_grad_norm=max_grad_norm, bins=bins,
                          exact_integers=exact_integers)
         self.gan_share = gan_share
@@ -97,6 +99,21 @@ class DPSelect(DPGAN):
     @property
     def _candidates(self):
         return self.pool_multiplier if self.candidates is None else self.candidates
+
+    def _preview(self, n: int, schema: Schema, budget: Budget) -> list[NoiseScale]:
+        eps, delta = budget.allowance(SELECT)
+        n_s = math.ceil(n / self.sections)
+        eps_step = per_step_epsilon(eps, n_s, delta, "bounded_range")
+
+        def favour(t: int) -> str:  # best/worst odds of the EM between candidates at pick t
+            return f"×{math.exp(min(eps_step * n_s / (2 * t), 700)):.3g}"
+
+        return [*super()._preview(n, schema, budget), NoiseScale(
+            SELECT, "exponential mechanism, bounded-range composition",
+            f"ε per pick = {eps_step:.3g}, sensitivity 2/{n_s:,}",
+            f"{n_s:,} picks per section: a candidate that is a whole row better can be favoured "
+            f"at most {favour(1)} at the first pick, {favour(100)} at pick 100 and "
+            f"{favour(n_s)} at the last, so late picks are close to uniform draws from the pool")]
 
     def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
         n = len(data)

@@ -17,8 +17,8 @@ import pandas as pd
 
 from synth.encoding import Discretizer, finalize
 from synth.errors import BudgetError, ParameterError
-from synth.methods.base import FitContext, Synthesizer
-from synth.privacy.budget import LedgerEntry
+from synth.methods.base import FitContext, NoiseScale, Synthesizer
+from synth.privacy.budget import Budget, LedgerEntry
 from synth.privacy.composition import dp_to_zcdp, zcdp_to_dp
 from synth.privacy.mechanisms import gaussian
 from synth.schema import Schema
@@ -59,9 +59,7 @@ class IndependentMarginals(Synthesizer):
         eps, delta = self.ledger_.remaining(MEASURE)
         if delta <= 0:
             raise BudgetError("the Gaussian mechanism needs δ > 0 in the 'measure' share")
-        rho = dp_to_zcdp(eps, delta)  # checked: ρ-zCDP implies (eps, delta)-DP
-        sensitivity = math.sqrt(len(schema))
-        sigma = sensitivity / math.sqrt(2 * rho)
+        rho, sensitivity, sigma = _noise(eps, delta, len(schema))
         ctx.stage(MEASURE, len(schema), "noisy 1-way histograms")
         self.ledger_.spend(LedgerEntry(
             stage=MEASURE, mechanism="gaussian", epsilon=min(eps, zcdp_to_dp(rho, delta)),
@@ -79,6 +77,24 @@ class IndependentMarginals(Synthesizer):
             self.marginals_.append(noisy / total if total > 0 else np.full(size, 1 / size))
             ctx.progress(MEASURE, j + 1, len(schema))
 
+    def _preview(self, n: int, schema: Schema, budget: Budget) -> list[NoiseScale]:
+        eps, delta = budget.allowance(MEASURE)
+        if delta <= 0:
+            return [NoiseScale(MEASURE, "Gaussian", "impossible", "the Gaussian mechanism needs "
+                               "δ > 0 in the 'measure' share")]
+        sigma = _noise(eps, delta, len(schema))[2]
+        return [NoiseScale(
+            MEASURE, "Gaussian, zCDP", f"σ = {sigma:.3g} rows per cell",
+            f"a category holding 1% of the {n:,} rows is measured within ±{sigma / n:.2%} of "
+            f"the table (1 σ), i.e. ±{sigma / (0.01 * n):.0%} of its own size")]
+
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         codes = np.column_stack([rng.choice(len(p), size=n, p=p) for p in self.marginals_])
         return finalize(self.discretizer_.decode(codes, rng), self.schema_)
+
+
+def _noise(epsilon: float, delta: float, columns: int) -> tuple[float, float, float]:
+    """(ρ, L2 sensitivity, σ) of measuring ``columns`` histograms at once under (ε, δ)."""
+    rho = dp_to_zcdp(epsilon, delta)  # checked: ρ-zCDP implies (ε, δ)-DP
+    sensitivity = math.sqrt(columns)
+    return rho, sensitivity, sensitivity / math.sqrt(2 * rho)

@@ -1,0 +1,73 @@
+"""Compare: real against synthetic, for one or more finished runs of this session."""
+
+import pandas as pd
+import streamlit as st
+
+from synth.plots import marginal_chart, tvd_heatmap, utility_chart
+from ui import layout, state
+
+layout.sidebar()
+st.title("Compare")
+st.warning("Everything on this page uses the real data: it is for your eyes, not part of the "
+           "release.", icon="👁️")
+
+runs = {r.name: r for r in state.runs()}
+if not runs:
+    st.info("No finished runs yet: make one on the Synthesize page.")
+    st.page_link("app_pages/synthesize.py", label="Go to Synthesize", icon="⚙️")
+    st.stop()
+
+chosen = [runs[name] for name in st.multiselect("Runs", list(runs), default=list(runs)[-3:])]
+if not chosen:
+    st.info("Choose at least one run.")
+    st.stop()
+
+st.subheader("Summary")
+summary = pd.DataFrame([{
+    "run": r.name,
+    "ε spent": r.ledger["total_epsilon"],
+    "δ spent": r.ledger["total_delta"],
+    "1-way TVD": r.fidelity.tvd1 if r.fidelity else None,
+    "2-way TVD": r.fidelity.tvd2 if r.fidelity else None,
+    "tree accuracy": r.evaluation.get("accuracy"),
+    "macro F1": r.evaluation.get("macro_f1"),
+    "seconds": r.seconds,
+} for r in chosen])
+st.dataframe(summary, width="stretch", hide_index=True,
+             column_config={c: st.column_config.NumberColumn(format="%.3f")
+                            for c in ("1-way TVD", "2-way TVD", "tree accuracy", "macro F1")})
+st.caption("TVD: total variation distance between the real and synthetic marginals, averaged "
+           "over columns (1-way) or column pairs (2-way); 0 is identical, 1 disjoint.")
+
+with state.guard("Comparing utility"):
+    for r in chosen:
+        if "error" in r.evaluation:
+            st.warning(f"The utility check of {r.name} could not be completed: "
+                       f"{r.evaluation['error']}")
+    measured = {r.name: r.evaluation for r in chosen
+                if r.evaluation and "error" not in r.evaluation}
+    if measured:
+        first = next(iter(measured.values()))
+        st.plotly_chart(utility_chart(measured, first["majority"], first.get("real_accuracy")),
+                        width="stretch", key="utility")
+    else:
+        st.caption("No utility figures: choose a target column on the Data page and keep the "
+                   "hold-out on to measure them.")
+
+with state.guard("Comparing marginals"):
+    base = chosen[0]
+    same = [r for r in chosen if r.real is base.real or r.real.equals(base.real)]
+    if len(same) < len(chosen):
+        st.caption(f"Marginal charts show runs synthesized from the same rows as {base.name}.")
+    column = st.selectbox("Column", base.schema.names)
+    st.plotly_chart(marginal_chart(base.real, {r.name: r.synthetic for r in same}, base.schema,
+                                   column), width="stretch", key="marginal")
+
+st.subheader("2-way TVD per column pair")
+for r, tab in zip(chosen, st.tabs([r.name for r in chosen]), strict=True):
+    with tab, state.guard(f"Drawing {r.name}"):
+        if r.fidelity is None:
+            st.caption("No fidelity figures for this run.")
+        else:
+            st.plotly_chart(tvd_heatmap(r.fidelity, title=r.name), width="stretch",
+                            key=f"heat:{r.name}")

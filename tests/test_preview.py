@@ -1,0 +1,54 @@
+"""Noise previews: worked out without the data, and the very scales a fit then uses."""
+
+import json
+
+import pytest
+
+from synth.methods import FitContext, make
+from synth.privacy.budget import Budget
+
+
+def fitted(name: str, sample, **params):
+    table, schema = sample
+    model = make(name, params)
+    budget = Budget(1.0, 1e-5, model.default_shares(schema))
+    preview = model.preview(len(table), schema, budget)
+    model.fit(table, schema, budget, FitContext(seed=0))
+    entries = {e["stage"]: e for e in model.ledger_.to_dict()["entries"]}
+    return {s.stage: s for s in preview}, entries
+
+
+def number(text: str, after: str) -> float:
+    return float(text.split(after)[1].split()[0].rstrip(","))
+
+
+def test_independent_preview_is_the_fitted_sigma(sample):
+    preview, ledger = fitted("independent", sample)
+    assert number(preview["measure"].scale, "σ = ") == pytest.approx(
+        ledger["measure"]["params"]["sigma"], rel=1e-2)
+
+
+def test_dpselect_preview_is_the_fitted_noise_and_per_pick_epsilon(sample):
+    preview, ledger = fitted("dpselect", sample, epochs=0.2)
+    assert number(preview["gan"].scale, "σ = ") == pytest.approx(
+        ledger["gan"]["params"]["noise_multiplier"], rel=1e-2)
+    assert number(preview["select"].scale, "ε per pick = ") == pytest.approx(
+        ledger["select"]["params"]["epsilon_per_pick"], rel=1e-2)
+    assert "late picks are close to uniform" in preview["select"].meaning
+
+
+def test_preview_reads_no_data_and_covers_learned_domains(sample):
+    table, schema = sample
+    private = schema.declare_public([c.name for c in schema][1:])  # the first column is learned
+    model = make("dpgan")
+    budget = Budget(1.0, 1e-5, model.default_shares(private))
+    stages = [s.stage for s in model.preview(len(table), private, budget)]
+    assert stages == ["domain", "gan"]  # only n and the public schema went in
+    json.dumps([vars(s) for s in model.preview(len(table), private, budget)])  # plain values
+
+
+def test_impossible_settings_say_so_before_running(sample):
+    table, schema = sample
+    model = make("independent")
+    zero_delta = Budget(1.0, 0.0, model.default_shares(schema))
+    assert "impossible" in model.preview(len(table), schema, zero_delta)[0].scale

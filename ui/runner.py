@@ -1,0 +1,75 @@
+"""A run in a background thread, so the page stays live while a method trains.
+
+The thread never touches Streamlit: it only calls the ``synth`` package and appends the fit's
+events to its :class:`Job`, which the page reads on its own schedule (a fragment that reruns
+a few times a second). Cancelling sets a flag that the fit checks at every step.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from synth.errors import Cancelled, SynthError
+from synth.methods import Event, FitContext
+
+log = logging.getLogger(__name__)
+
+RUNNING, DONE, FAILED, CANCELLED = "running", "done", "failed", "cancelled"
+
+
+@dataclass
+class Job:
+    """One run: its events so far, its outcome once the thread ends."""
+
+    name: str
+    seed: int
+    epsilon: float  # the run's whole budget, for the live view
+    events: list[Event] = field(default_factory=list)  # appended by the thread only
+    status: str = RUNNING
+    result: Any = None  # what the work returned, once DONE
+    error: str = ""  # a readable message, once FAILED
+    started: float = field(default_factory=time.perf_counter)
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
+
+    def start(self, work: Callable[[FitContext], Any]) -> Job:
+        """Run ``work(ctx)`` in a daemon thread; ``ctx`` feeds this job's events and flag."""
+        ctx = FitContext(seed=self.seed, on_event=self.events.append,
+                         should_stop=self._stop.is_set, min_interval=0.1)
+        self._thread = threading.Thread(target=self._run, args=(work, ctx), daemon=True,
+                                        name=f"synth run {self.name}")
+        self._thread.start()
+        return self
+
+    def _run(self, work: Callable[[FitContext], Any], ctx: FitContext) -> None:
+        try:
+            self.result = work(ctx)
+            self.status = DONE
+        except Cancelled:
+            self.status = CANCELLED
+        except SynthError as exc:
+            self.error, self.status = str(exc), FAILED
+        except Exception as exc:  # a bug: log it for us, tell the user plainly
+            log.exception("run %s failed", self.name)
+            self.error = f"unexpected {type(exc).__name__}: {exc}. Please report this."
+            self.status = FAILED
+
+    def cancel(self) -> None:
+        self._stop.set()
+
+    @property
+    def cancelling(self) -> bool:
+        return self._stop.is_set() and self.status == RUNNING
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self.started
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
