@@ -1,4 +1,4 @@
-"""Data: look at the table, check the inferred schema, decide what is public knowledge."""
+"""Data: look at the table, check and edit its schema, decide what is public knowledge."""
 
 import json
 from dataclasses import replace
@@ -6,7 +6,8 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from synth.schema import CATEGORICAL, Schema
+from synth.errors import SchemaError
+from synth.schema import CATEGORICAL, KINDS, NUMERIC, Schema, edit_column, validate
 from ui import layout, state
 
 ds = layout.sidebar()
@@ -16,6 +17,15 @@ st.caption("Everything on this page shows the private table: it is for your eyes
 
 st.subheader(f"{ds.name}: {len(ds.table):,} rows")
 st.dataframe(ds.table.head(200), width="stretch", height=260)
+
+
+def matching(schema: Schema, table: pd.DataFrame) -> Schema:
+    """A loaded schema, checked against this table's columns and values."""
+    missing = [n for n in schema.names if n not in table.columns]
+    if missing:
+        raise SchemaError(f"the schema names columns this table lacks: {missing[:5]}")
+    validate(table[schema.names], schema)  # values outside a declared domain are named
+    return schema
 
 
 def describe(schema: Schema) -> pd.DataFrame:
@@ -31,28 +41,61 @@ def describe(schema: Schema) -> pd.DataFrame:
 
 
 st.subheader("Schema")
-flagged = [c for c in ds.inferred if c.flags]
+with st.expander("Edit a column, or load a schema file"):
+    st.caption("Changing a column's kind re-reads its domain from the table (data-derived until "
+               "you declare it public); edited bounds or categories replace its domain.")
+    name = st.selectbox("Column to edit", ds.base.names, key=f"edit:{ds.name}")
+    col = ds.base[name]
+    kind = st.radio("Kind", KINDS, index=KINDS.index(col.kind), horizontal=True,
+                    key=f"kind:{ds.name}:{name}")
+    lower = upper = categories = None
+    if kind == NUMERIC and col.kind == NUMERIC:
+        left, right = st.columns(2)
+        lower = left.number_input("Lower bound", value=col.lower, format="%g",
+                                  key=f"lower:{ds.name}:{name}")
+        upper = right.number_input("Upper bound", value=col.upper, format="%g",
+                                   key=f"upper:{ds.name}:{name}")
+    elif kind == CATEGORICAL and col.kind == CATEGORICAL:
+        text = st.text_area("Categories, one per line", "\n".join(col.categories or ()),
+                            key=f"cats:{ds.name}:{name}")
+        categories = [line.strip() for line in text.splitlines() if line.strip()]
+    if st.button("Apply to this column"):
+        with state.guard(f"Editing column {name!r}"):
+            edited = edit_column(col, ds.table[name], kind, lower=lower, upper=upper,
+                                 categories=categories)
+            state.set_base(ds.base.replace_column(edited))
+            st.rerun()
+    loaded = st.file_uploader("Load a schema (JSON), e.g. one saved from this page",
+                              type=["json"], key=f"schema-file:{ds.name}")
+    if loaded is not None and st.session_state.get("loaded_schema") != loaded.file_id:
+        st.session_state["loaded_schema"] = loaded.file_id  # apply a file once
+        with state.guard(f"Loading {loaded.name}"):
+            state.set_base(matching(Schema.from_json(loaded.getvalue().decode("utf-8-sig")),
+                                    ds.table), fresh_choices=True)
+            st.rerun()
+
+flagged = [c for c in ds.base if c.flags]
 for col in flagged:
     st.warning(f"**{col.name}**: {'; '.join(col.flags)}")
 
-names = ds.inferred.names
-noisy = [c.name for c in ds.inferred
+names = ds.base.names
+noisy = [c.name for c in ds.base
          if any(f.startswith(("identifier-like", "constant", "all values")) for f in c.flags)]
 dropped = st.multiselect(
     "Columns to leave out of the synthetic table", names, default=noisy, key=f"drop:{ds.name}",
     help="Identifier-like and constant columns (pre-selected) only waste privacy budget.")
 public = st.multiselect(
     "Columns whose domain (categories or bounds) is public knowledge", names,
-    default=[c.name for c in ds.inferred if c.public], key=f"public:{ds.name}",
+    default=[c.name for c in ds.base if c.public], key=f"public:{ds.name}",
     help="A public domain costs no budget. Any other domain is learned privately from the "
          "table, with a share of the budget, before the method runs.")
-categorical = [c.name for c in ds.inferred if c.kind == CATEGORICAL]
+categorical = [c.name for c in ds.base if c.kind == CATEGORICAL]
 target = st.selectbox(
     "Target column for utility checks", [None, *categorical], key=f"target:{ds.name}",
-    index=[None, *categorical].index(ds.inferred.target))
+    index=[None, *categorical].index(ds.base.target))
 
 with state.guard("Updating the schema"):
-    schema = replace(ds.inferred.declare_public(public), target=target)
+    schema = replace(ds.base.declare_public(public), target=target)
     schema = schema.drop(dropped) if dropped else schema
     state.set_schema(schema)
 

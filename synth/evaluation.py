@@ -11,12 +11,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.compose import ColumnTransformer
-from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import accuracy_score, f1_score
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
-from sklearn.tree import DecisionTreeClassifier
 
 from synth.encoding import Discretizer
 from synth.errors import SchemaError
@@ -81,6 +75,14 @@ def marginal_tvd(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
 def _model(schema: Schema, target: str, kind: str):
     """One-hot categoricals (over the schema's categories), then a depth-10 tree on raw
     numbers or a logistic regression on numbers scaled to [0, 1] by their bounds."""
+    # scikit-learn is imported here, not at the top: it takes ~1 s, and the app's first page
+    # (and the CLI's fits) never need it
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
+    from sklearn.tree import DecisionTreeClassifier
+
     features = [c for c in schema if c.name != target]
     cats = [c for c in features if c.kind == CATEGORICAL]
     nums = [c for c in features if c.kind != CATEGORICAL]
@@ -102,6 +104,8 @@ def tree_utility(train: pd.DataFrame, test: pd.DataFrame, schema: Schema,
                  target: str | None = None, kind: str = "tree") -> dict[str, float]:
     """Accuracy and macro F1 of a depth-10 decision tree (or, with ``kind="logistic"``, a
     logistic regression) trained on ``train`` and scored on ``test``."""
+    from sklearn.metrics import accuracy_score, f1_score
+
     target = _target(schema, target)
     schema = comparable(schema, train, test)
     train, test = prepare(train, schema), prepare(test, schema)

@@ -275,6 +275,30 @@ def infer_schema(table: pd.DataFrame, target: str | None = None, *, max_codes: i
     return schema
 
 
+def edit_column(col: Column, values: pd.Series, kind: str, *, lower: float | None = None,
+                upper: float | None = None, categories: Iterable[str] | None = None) -> Column:
+    """``col`` as a user edits it: a new kind re-reads the domain from ``values`` (so it is
+    data-derived until declared public); given bounds or categories replace the domain."""
+    if kind not in KINDS:
+        raise SchemaError(f"column {col.name!r}: kind must be 'numeric' or 'categorical', "
+                          f"got {kind!r}")
+    if kind != col.kind and kind == CATEGORICAL:
+        col = _as_categorical(col, values)
+    elif kind != col.kind:
+        present = values[(category_values(values) != MISSING).to_numpy()]
+        numbers = _numbers(present)
+        if numbers is None or len(numbers) == 0:
+            raise SchemaError(f"column {col.name!r} cannot be numeric: some of its values are "
+                              "not numbers")
+        col = Column(col.name, NUMERIC, lower=float(numbers.min()), upper=float(numbers.max()),
+                     integer=bool(np.all(numbers == np.round(numbers))), flags=col.flags)
+    if kind == NUMERIC and (lower is not None or upper is not None):
+        col = replace(col, lower=lower, upper=upper, learned=False)
+    if kind == CATEGORICAL and categories is not None:
+        col = replace(col, categories=tuple(categories), learned=False)
+    return col
+
+
 def _as_categorical(col: Column, values: pd.Series) -> Column:
     return Column(col.name, CATEGORICAL, categories=_categories_of(values), flags=col.flags)
 

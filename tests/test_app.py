@@ -223,3 +223,41 @@ def test_compare_page_shows_every_chosen_run(app):
     column = next(s for s in app.selectbox if s.label == "Column")
     column.set_value("income").run()
     assert any("income: share of rows" in c.proto.spec for c in app.get("plotly_chart"))
+
+
+def test_edit_a_column_on_the_data_page(app):
+    app.selectbox(key="edit:census demo (bundled sample)").set_value("age").run()
+    app.number_input(key="lower:census demo (bundled sample):age").set_value(0.0).run()
+    app.number_input(key="upper:census demo (bundled sample):age").set_value(120.0).run()
+    next(b for b in app.button if b.label == "Apply to this column").click().run()
+    assert not app.exception and not app.error
+    described = app.dataframe[-1].value.set_index("column")
+    assert described.loc["age", "domain"] == "[0, 120] integers"
+    app.selectbox(key="edit:census demo (bundled sample)").set_value("education_years").run()
+    app.radio(key="kind:census demo (bundled sample):education_years").set_value(
+        "categorical").run()
+    next(b for b in app.button if b.label == "Apply to this column").click().run()
+    described = app.dataframe[-1].value.set_index("column")
+    assert described.loc["education_years", "kind"] == "categorical"
+    assert "categories" in described.loc["education_years", "domain"]
+    app.selectbox(key="edit:census demo (bundled sample)").set_value("sex").run()
+    app.radio(key="kind:census demo (bundled sample):sex").set_value("numeric").run()
+    next(b for b in app.button if b.label == "Apply to this column").click().run()
+    assert any("Editing column 'sex' failed" in e.value and "not numbers" in e.value
+               for e in app.error)
+    assert app.dataframe[-1].value.set_index("column").loc["sex", "kind"] == "categorical"
+
+
+def test_load_a_schema_file_on_the_data_page(app):
+    schema = app.session_state["dataset"].schema.to_dict()
+    for col in schema["columns"]:
+        col["public"] = col["name"] != "region"
+    key = "schema-file:census demo (bundled sample)"
+    app.file_uploader(key=key).set_value(
+        ("mine.json", json.dumps(schema).encode(), "application/json")).run()
+    assert not app.exception and not app.error
+    assert "1 column domains are data-derived (region)" in texts(app)
+    app.file_uploader(key=key).set_value(("bad.json", b"{not json", "application/json")).run()
+    assert any("Loading bad.json failed" in e.value and "not valid JSON" in e.value
+               for e in app.error)
+    assert "1 column domains are data-derived (region)" in texts(app)  # kept

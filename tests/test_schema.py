@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from synth.data import read_table
-from synth.schema import MISSING, OTHER, Column, Schema, infer_schema, prepare
+from synth.errors import SchemaError
+from synth.schema import MISSING, OTHER, Column, Schema, edit_column, infer_schema, prepare
 
 
 def test_inference_on_text_cells():
@@ -111,3 +112,23 @@ def test_public_view_keeps_only_what_may_be_released():
     assert view["open"].categories == ("a", "b", "c")
     assert all(not c.flags for c in view)
     assert Schema.from_json(json.dumps(view.to_dict())) == view
+
+
+def test_edit_column_changes_kind_and_domain():
+    values = pd.Series([1, 2, 2, 7])
+    col = Column("x", "numeric", lower=1, upper=7, integer=True, public=True)
+    as_cats = edit_column(col, values, "categorical")
+    assert as_cats.kind == "categorical" and as_cats.categories == ("1", "2", "7")
+    assert not as_cats.public  # a domain read off the table is data-derived again
+    back = edit_column(as_cats, values, "numeric")
+    assert (back.lower, back.upper, back.integer) == (1.0, 7.0, True)
+    widened = edit_column(col, values, "numeric", lower=0, upper=100)
+    assert (widened.lower, widened.upper, widened.public) == (0.0, 100.0, True)
+    renamed = edit_column(as_cats, values, "categorical", categories=["1", "2", "7", "9"])
+    assert renamed.categories == ("1", "2", "7", "9")
+    with pytest.raises(SchemaError, match="'x' cannot be numeric"):
+        edit_column(as_cats, pd.Series(["a", "b"]), "numeric")
+    with pytest.raises(SchemaError, match="lower bound 5 is above upper 1"):
+        edit_column(col, values, "numeric", lower=5, upper=1)
+    with pytest.raises(SchemaError, match="kind must be"):
+        edit_column(col, values, "text")

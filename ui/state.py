@@ -28,8 +28,8 @@ class Dataset:
 
     name: str
     table: pd.DataFrame
-    schema: Schema  # the working schema: edited on the Data page
-    inferred: Schema  # as read off the table, before any edits
+    schema: Schema  # the working schema: base plus the Data page's choices
+    base: Schema  # inferred from the table, then edited column by column or loaded from a file
 
 
 @dataclass
@@ -71,6 +71,16 @@ def reset_dataset() -> None:
 
 def set_schema(schema: Schema) -> None:
     dataset().schema = schema
+
+
+def set_base(schema: Schema, fresh_choices: bool = False) -> None:
+    """A new base schema: an edited column keeps the Data page's choices; a loaded file
+    (``fresh_choices``) restarts them from what it says is public and the target."""
+    ds = dataset()
+    ds.base = ds.schema = schema
+    if fresh_choices:
+        for choice in ("public", "drop", "target"):
+            st.session_state.pop(f"{choice}:{ds.name}", None)
 
 
 def runs() -> list[Run]:
