@@ -94,6 +94,10 @@ def test_starts_on_the_sample_and_runs(page):
     page.locator(".js-plotly-plot").first.wait_for(timeout=20_000)
     shot(page, "synthesize.png")
     assert "Traceback" not in page.content()
+    other = page.context.browser.new_context().new_page()  # a second tab is its own session
+    other.goto(page.url)
+    other.get_by_text("0 finished runs this session").wait_for(timeout=30_000)
+    other.close()
 
 
 def progress_texts(page) -> list[str]:
@@ -152,7 +156,7 @@ def test_a_live_dp_select_run_then_a_cancelled_one(page):
 
 def test_bad_upload_shows_a_clear_message(page):
     page.get_by_text("census demo (bundled sample)").first.wait_for(timeout=30_000)
-    page.locator("input[type=file]").set_input_files(
+    page.get_by_test_id("stSidebarUserContent").locator("input[type=file]").set_input_files(
         files=[{"name": "broken.csv", "mimeType": "text/csv", "buffer": b"a,b\n1\n"}])
     page.get_by_text("Reading broken.csv failed").wait_for(timeout=20_000)
     assert page.get_by_text("row 2 has 1 fields but the header has 2").count() == 1

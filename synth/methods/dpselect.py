@@ -62,9 +62,8 @@ class DPSelect(DPGAN):
                  bins: int = 16, exact_integers: int = 128):
         super().__init__(epochs=epochs, batch_size=batch_size, components=components,
                          critic_hidden=critic_hidden, generator_batch=generator_batch,
-                         lr_critic=lr_critic,
-                         lr_generator=lr_generator, max_grad_norm=max_grad_norm, bins=bins,
-                         exact_integers=exact_integers)
+                         lr_critic=lr_critic, lr_generator=lr_generator,
+                         max_grad_norm=max_grad_norm, bins=bins, exact_integers=exact_integers)
         self.gan_share = gan_share
         self.pool_multiplier = pool_multiplier
         self.candidates = candidates
