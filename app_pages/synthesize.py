@@ -98,7 +98,7 @@ budget = None
 with state.guard("Planning the budget"):
     model = make(method, params)
     budget = Budget(epsilon, delta, merge_shares(model.default_shares(schema), shares_given))
-    rows = len(split(ds.table)[0])
+    rows = 5 * n // 6 if holdout else n  # the protocol split's train + validation rows
     st.plotly_chart(budget_chart(budget), width="stretch", key="plan")
     for scale in noise_preview(method, json.dumps(model.get_params()), rows,
                                json.dumps(schema.to_dict()), epsilon, delta,
@@ -174,6 +174,9 @@ def live() -> None:
     for stage in stages:
         if any(isinstance(e, Progress) and e.stage == stage and e.metrics for e in events):
             st.plotly_chart(progress_chart(events, stage), width="stretch", key=f"live:{stage}")
+    if any(isinstance(e, Progress) and e.metrics for e in events):
+        st.caption("Losses are measured on real rows and distances against the real marginals: "
+                   "these curves are for your eyes, not part of the release.")
     if st.button("Cancel", disabled=job.cancelling):
         job.cancel()
 
