@@ -191,7 +191,7 @@ elif ended is not None and ended.status == runner.FAILED:
 
 runs = state.runs()
 if not runs:
-    if not busy:
+    if state.job() is None:
         st.info("No runs yet: choose a budget and press Run.")
     st.stop()
 
