@@ -8,6 +8,8 @@ import pandas as pd
 import streamlit as st
 
 from synth.cli import run_command
+from synth.errors import SynthError
+from synth.evaluation import marginal_tvd, utility
 from synth.methods import METHODS, NoiseScale, Progress, Spent, StageStarted, make
 from synth.plots import budget_chart, ledger_chart, progress_chart
 from synth.privacy.budget import Budget, default_delta, merge_shares
@@ -111,9 +113,6 @@ with state.guard("Planning the budget"):
 
 def work(model, private, test, schema, budget, config, name):
     """What the background thread runs: fit, sample, measure (never touches Streamlit)."""
-    from synth.errors import SynthError
-    from synth.evaluation import marginal_tvd, utility
-
     def run(ctx):
         started = time.perf_counter()
         model.fit(private, schema, budget, ctx)

@@ -69,7 +69,3 @@ class Job:
     @property
     def seconds(self) -> float:
         return time.perf_counter() - self.started
-
-    def join(self, timeout: float | None = None) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout)

@@ -98,6 +98,7 @@ def job() -> runner.Job | None:
 
 def start_job(new: runner.Job) -> None:
     st.session_state["job"] = new
+    st.session_state.pop("last_job", None)  # an earlier failure or cancellation is old news
 
 
 def collect() -> runner.Job | None:
