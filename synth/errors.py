@@ -1,5 +1,7 @@
 """Errors whose message is meant for the user: one line that names the column or parameter."""
 
+import math
+
 
 class SynthError(ValueError):
     """Base class: the CLI prints these as a one-line cause, the app as a message."""
@@ -23,3 +25,11 @@ class ParameterError(SynthError):
 
 class Cancelled(Exception):
     """Raised inside a fit when the caller's should_stop() turned true."""
+
+
+def check_int(value, name: str, low: int = 1) -> int:
+    """``value`` as an int ≥ ``low`` (whole floats pass), or a ParameterError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not math.isfinite(value) or int(value) != value or value < low:
+        raise ParameterError(f"{name} must be an integer ≥ {low}, got {value!r}")
+    return int(value)

@@ -98,13 +98,17 @@ def budget_chart(budget: Budget) -> go.Figure:
 
 
 def progress_chart(events: Iterable[Event], stage: str) -> go.Figure:
-    """Every metric a stage reports against its step; ε spent gets a panel of its own."""
+    """Every metric a stage reports against its step (or its ``generation`` metric, for a
+    search whose steps are rounds); ε spent gets a panel of its own."""
     from plotly.subplots import make_subplots
 
     rows = [{"step": e.step, **e.metrics} for e in events
             if isinstance(e, Progress) and e.stage == stage and e.metrics]
     frame = pd.DataFrame(rows, columns=["step"] if not rows else None)
     steps = frame.pop("step")
+    axis = "generation" if "generation" in frame else "step"
+    if axis == "generation":
+        steps = frame.pop("generation")
     spent = frame.pop("epsilon") if "epsilon" in frame else None
     two = spent is not None
     fig = make_subplots(rows=1, cols=2 if two else 1, column_widths=[0.65, 0.35] if two else None,
@@ -115,6 +119,6 @@ def progress_chart(events: Iterable[Event], stage: str) -> go.Figure:
     if two:
         fig.add_scatter(x=steps, y=spent, name="ε spent", mode="lines", row=1, col=2)
         fig.update_yaxes(rangemode="tozero", row=1, col=2)
-    fig.update_xaxes(title_text="step")
+    fig.update_xaxes(title_text=axis)
     fig.update_layout(height=300, margin={"t": 40, "b": 30}, uirevision=stage)
     return fig

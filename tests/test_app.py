@@ -153,6 +153,20 @@ def test_dpselect_runs_from_the_app_and_spends_both_shares(app):
     assert "--set epochs=1.0" in app.code[0].value
 
 
+def test_gsd_runs_from_the_app_with_live_rounds(app):
+    app.switch_page(SYNTH).run()
+    app.selectbox[0].set_value("gsd").run()
+    assert "genetic search" in texts(app)
+    assert any("ρ per call" in m.value for m in app.markdown)  # the privacy-free preview
+    app.text_input(key="param:gsd:rounds").set_value("3").run()  # empty: chosen by ε
+    set_param(app, "gsd", "rows", 200)
+    set_param(app, "gsd", "max_generations", 2000)
+    run(app)
+    assert not app.exception and not app.error
+    assert float({m.label: m.value for m in app.metric}["ε spent"]) == pytest.approx(1.0)
+    assert "--method gsd" in app.code[0].value and "--set rounds=3" in app.code[0].value
+
+
 def test_the_preview_follows_the_budget_split(app):
     app.switch_page(SYNTH).run()
     app.selectbox[0].set_value("dpselect").run()

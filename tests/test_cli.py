@@ -77,6 +77,19 @@ def test_run_with_data_derived_domains_and_a_share(tmp_path):
     assert all(c["learned"] and not c["flags"] for c in record["schema"]["columns"])
 
 
+def test_run_gsd_with_settings(tmp_path):
+    table, schema = sample_paths()
+    res = synth("run", table, "--schema", schema, "--method", "gsd", "--epsilon", 1, "--out",
+                tmp_path / "o.csv", "--ledger", tmp_path / "l.json", "--set", "rounds=2",
+                "--set", "queries=cat2+bt", "--set", "rows=100", "--set", "max_generations=500",
+                "--quiet")
+    assert res.returncode == 0, res.stderr
+    assert len(pd.read_csv(tmp_path / "o.csv")) == len(pd.read_csv(table))
+    record = json.loads((tmp_path / "l.json").read_text())
+    assert [e["stage"] for e in record["entries"]] == ["queries"] * 4
+    assert record["total_epsilon"] == pytest.approx(1.0)
+
+
 @pytest.mark.parametrize("args, message", [
     (["run", "missing.csv", "--schema", "s.json", "--method", "independent", "--epsilon", 1,
       "--out", "o.csv", "--ledger", "l.json"], "error: no such file: 'missing.csv'"),

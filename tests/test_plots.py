@@ -59,3 +59,11 @@ def test_progress_chart_draws_each_metric_and_puts_epsilon_apart():
     assert fig.data[1].xaxis == "x2"  # ε spent has its own panel
     assert [t.name for t in progress_chart(events, "select").data] == ["distance"]
     assert len(progress_chart([], "gan").data) == 0  # nothing yet: an empty chart
+
+
+def test_progress_chart_of_a_search_runs_along_its_generations():
+    events = [Progress("project", 0, 2, {"loss": 3.0, "generation": 250}),
+              Progress("project", 1, 2, {"loss": 1.0, "generation": 900})]
+    fig = progress_chart(events, "project")
+    assert [(t.name, list(t.x)) for t in fig.data] == [("loss", [250, 900])]
+    assert fig.layout.xaxis.title.text == "generation"

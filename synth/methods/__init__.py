@@ -18,10 +18,11 @@ from synth.methods.base import (
 )
 from synth.methods.dpgan import DPGAN
 from synth.methods.dpselect import DPSelect
+from synth.methods.gsd import GSD
 from synth.methods.independent import IndependentMarginals
 
 METHODS: dict[str, type[Synthesizer]] = {
-    cls.name: cls for cls in (IndependentMarginals, DPGAN, DPSelect)}
+    cls.name: cls for cls in (IndependentMarginals, DPGAN, DPSelect, GSD)}
 
 SHARE_PREFIX = "share."
 

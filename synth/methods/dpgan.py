@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from synth.encoding import Discretizer, finalize
-from synth.errors import BudgetError, ParameterError
+from synth.errors import BudgetError, ParameterError, check_int
 from synth.methods.base import FitContext, NoiseScale, Synthesizer
 from synth.privacy.budget import Budget, LedgerEntry
 from synth.schema import Schema
@@ -55,13 +55,6 @@ ALPHAS = [1 + k / 8 for k in range(1, 16)] + list(range(3, 65)) + [80, 96, 128, 
 # (secure_mode needs torchcsprng), the critic's inputs need no gradient, and at extreme ε the
 # best RDP order is an end of the range tried (the bound is still valid, only less tight).
 _BENIGN = ("Secure RNG turned off", "Full backward hook is firing", "Optimal order is the")
-
-
-def _check_int(value, name: str, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value \
-            or value < low:
-        raise ParameterError(f"{name} must be an integer ≥ {low}, got {value!r}")
-    return int(value)
 
 
 def _check_float(value, name: str) -> float:
@@ -166,8 +159,8 @@ class DPGAN(Synthesizer):
     def _check(self, n: int) -> None:
         _check_float(self.epochs, "epochs")
         for name in ("batch_size", "components", "critic_hidden", "generator_batch", "bins"):
-            _check_int(getattr(self, name), name)
-        _check_int(self.exact_integers, "exact_integers", 0)
+            check_int(getattr(self, name), name)
+        check_int(self.exact_integers, "exact_integers", 0)
         for name in ("lr_critic", "lr_generator", "max_grad_norm"):
             _check_float(getattr(self, name), name)
         if self.batch_size >= n:

@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 
 from synth.encoding import Discretizer, finalize
-from synth.errors import ParameterError
+from synth.errors import ParameterError, check_int
 from synth.methods.base import FitContext, NoiseScale
-from synth.methods.dpgan import DPGAN, GAN, _check_int, train_gan
+from synth.methods.dpgan import DPGAN, GAN, train_gan
 from synth.privacy.budget import Budget, LedgerEntry
 from synth.privacy.composition import bounded_range, per_step_epsilon
 from synth.schema import Schema
@@ -83,8 +83,8 @@ class DPSelect(DPGAN):
                 isinstance(self.pool_multiplier, int | float) and self.pool_multiplier >= 1):
             raise ParameterError(f"pool_multiplier must be a number ≥ 1, got "
                                  f"{self.pool_multiplier!r}")
-        _check_int(self._candidates, "candidates (T)")
-        sections = _check_int(self.sections, "sections (S)")
+        check_int(self._candidates, "candidates (T)")
+        sections = check_int(self.sections, "sections (S)")
         if sections > n:
             raise ParameterError(f"sections (S={sections}) cannot exceed the table's {n} rows")
         if self.distance not in DISTANCES:

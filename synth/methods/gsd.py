@@ -1,0 +1,268 @@
+"""Private-GSD (Liu, Tang, Vietri, Wu 2023): select, measure, project, in rounds.
+
+Each of T rounds privately picks the S worst-answered workloads of the current synthetic table
+(report-noisy-max with Gumbel noise, never a workload picked before), measures them with the
+Gaussian mechanism, and re-projects: a genetic search (:mod:`synth.projection`) over N'-row
+tables, warm-started from the last one, fits **all** workloads measured so far. The one-shot
+mode measures every workload once and projects once.
+
+Privacy (zCDP): ρ comes from the run's (ε, δ) by the tight conversion; each of the T·S
+selections and T·S measurements is ρ' = ρ/(2TS)-zCDP (Gumbel scale 1/(N√(2ρ')), Gaussian
+σ_w = Δ_w/(N√(2ρ'))); in one-shot mode each of the W workloads gets ρ/W. The ledger gets one
+entry per selection round and per measurement round; each entry's ε is the increase of the
+run's cumulative ρ converted to (ε, δ), so the ledger's total is exactly the guarantee of what
+has run so far, even if the run is cancelled midway.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+
+from synth.errors import BudgetError, ParameterError, check_int
+from synth.methods.base import FitContext, NoiseScale, Synthesizer
+from synth.privacy.budget import Budget, Ledger, LedgerEntry
+from synth.privacy.composition import dp_to_zcdp, zcdp_to_dp
+from synth.privacy.mechanisms import exponential_top_k, gaussian
+from synth.projection import project
+from synth.queries import Space, Workloads, build, parse_classes, plan_size
+from synth.schema import CATEGORICAL, Schema
+
+QUERIES = "queries"  # the budget stage: choosing and measuring workloads
+PROJECT = "project"  # the event stage of the search (free post-processing)
+ACCOUNTING = ("zCDP over this run's selections and measurements; ε is the increase of the "
+              "cumulative ρ converted with the tight bound (Canonne–Kamath–Steinke 2020)")
+
+
+def default_rounds(epsilon: float) -> int:
+    """T by ε, from benchmarks/gsd.py on Adult (2-way categorical + binary-tree marginals)."""
+    return 20 if epsilon < 2 else 30
+
+
+class GSD(Synthesizer):
+    """Private-GSD: adaptive select–measure–project with a genetic projection.
+
+    Parameters
+    ----------
+    queries : query classes joined by '+': ``cat2``, ``cat3`` (categorical marginals), ``bt``
+        (2-way binary-tree range marginals of every pair with a numeric column), ``prefix``,
+        ``halfspace``.
+    rounds : T, adaptive rounds (default: by ε, see :func:`default_rounds`).
+    per_round : S, workloads selected per round.
+    one_shot : measure every workload once instead of selecting adaptively.
+    rows : N', rows of the synthetic table.
+    mutations, crossovers : candidates per generation of each kind.
+    elite : elite set size E.
+    max_generations : generations per projection (early stop usually ends it sooner).
+    levels : binary-tree levels (2 … 2^levels intervals per numeric column).
+    random_queries : number of random prefixes or halfspaces.
+    """
+
+    name = "gsd"
+    title = "Private-GSD"
+    summary = ("Adaptively picks the worst-answered marginals, measures them with Gaussian noise "
+               "and fits a synthetic table to all measurements by genetic search. Mixed types.")
+    paper = "Liu, Tang, Vietri, Wu 2023 (ICML)"
+    stages: ClassVar[Mapping[str, float]] = {QUERIES: 1.0}
+
+    def __init__(self, queries: str = "cat2+bt", rounds: int | None = None, per_round: int = 1,
+                 one_shot: bool = False, rows: int = 2000, mutations: int = 50,
+                 crossovers: int = 50, elite: int = 2, max_generations: int = 200_000,
+                 levels: int = 5, random_queries: int = 10_000):
+        self.queries = queries
+        self.rounds = rounds
+        self.per_round = per_round
+        self.one_shot = one_shot
+        self.rows = rows
+        self.mutations = mutations
+        self.crossovers = crossovers
+        self.elite = elite
+        self.max_generations = max_generations
+        self.levels = levels
+        self.random_queries = random_queries
+
+    # ---- parameters and the budget plan ----------------------------------------------------
+
+    def _plan(self, n: int, epsilon: float, delta: float,
+              workloads: int) -> tuple[int, int, float]:
+        """(T, S, ρ per mechanism call) for ``workloads`` candidates, or a clear error."""
+        if delta <= 0:
+            raise BudgetError("Private-GSD's Gaussian mechanism needs δ > 0 in the 'queries' "
+                              "share")
+        if not isinstance(self.one_shot, bool):
+            raise ParameterError(f"one_shot must be true or false, got {self.one_shot!r}")
+        rho = dp_to_zcdp(epsilon, delta)
+        if self.one_shot:
+            return 1, workloads, rho / workloads
+        rounds = check_int(default_rounds(epsilon) if self.rounds is None else self.rounds,
+                           "rounds (T)")
+        s = check_int(self.per_round, "per_round (S)")
+        if rounds * s > workloads:
+            raise ParameterError(f"rounds × per_round = {rounds * s} exceeds the {workloads} "
+                                 "workloads of this query set; no workload is measured twice")
+        return rounds, s, rho / (2 * rounds * s)
+
+    def _check(self, n: int) -> None:
+        parse_classes(self.queries)
+        for name in ("rows", "elite", "max_generations", "levels", "random_queries"):
+            check_int(getattr(self, name), name)
+        check_int(self.mutations, "mutations", 0)
+        check_int(self.crossovers, "crossovers", 0)
+        if self.mutations + self.crossovers == 0:
+            raise ParameterError("mutations + crossovers must be ≥ 1")
+
+    def _preview(self, n: int, schema: Schema, budget: Budget) -> list[NoiseScale]:
+        eps, delta = budget.allowance(QUERIES)
+        try:
+            self._check(n)
+            w, sens = plan_size([c.kind == CATEGORICAL for c in schema],
+                                parse_classes(self.queries), int(self.levels),
+                                int(self.random_queries))
+            rounds, s, rho_call = self._plan(n, eps, delta, w)
+        except (ParameterError, BudgetError) as exc:
+            return [NoiseScale(QUERIES, "Gumbel selection + Gaussian", "impossible", str(exc))]
+        sigma = sens / (n * math.sqrt(2 * rho_call))
+        what = (f"all {w} workloads measured once" if self.one_shot else
+                f"{rounds} rounds × {s} of {w} workloads; a selection's Gumbel scale is "
+                f"{1 / (n * math.sqrt(2 * rho_call)):.2g} in max-error")
+        return [NoiseScale(
+            QUERIES, "report-noisy-max (Gumbel) + Gaussian, zCDP",
+            f"ρ per call = {rho_call:.3g}, σ ≤ {sigma:.2g} per answer",
+            f"{what}; every answer is a fraction of rows measured within ±{sigma:.2g} (1 σ), "
+            f"i.e. ±{sigma * n:.3g} of the {n:,} rows")]
+
+    # ---- the fit -------------------------------------------------------------------------
+
+    def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
+        n = len(data)
+        self._check(n)
+        space = Space(schema)
+        classes = build(space, parse_classes(self.queries), self.rng_, levels=int(self.levels),
+                        random_queries=int(self.random_queries))
+        sizes = [len(q) for q in classes]
+        first = np.cumsum([0, *sizes])  # global workload id = first[k] + local id
+        eps, delta = self.ledger_.remaining(QUERIES)
+        rounds, per_round, rho_call = self._plan(n, eps, delta, int(first[-1]))
+        sens = np.concatenate([q.sensitivity for q in classes]) / n
+        sigma = sens / math.sqrt(2 * rho_call)
+        if sigma.min() >= 1:
+            raise BudgetError(f"ε = {eps:.3g} is too small to measure anything: the Gaussian "
+                              f"noise (σ ≥ {sigma.min():.3g}) exceeds the whole range [0, 1] of "
+                              "an answer. Raise ε or use fewer rounds")
+
+        ctx.stage("answers", len(classes), "answering the queries on the private table (once)")
+        private, true = space.encode(data), []
+        for k, q in enumerate(classes):
+            true.append(q.answers(private))
+            ctx.progress("answers", k + 1, len(classes))
+        targets = [np.zeros(q.size) for q in classes]
+        weights = [np.zeros(q.size) for q in classes]
+        account = _Account(self.ledger_, eps, delta, n)
+        picked: list[int] = []
+
+        def measure(chosen: np.ndarray, t: int) -> None:
+            for w in chosen:
+                k = int(np.searchsorted(first, w, side="right") - 1)
+                lo, hi = classes[k].bounds[w - first[k]:w - first[k] + 2]
+                targets[k][lo:hi] = measure_workload(true[k][lo:hi], rho_call, sens[w],
+                                                     self.rng_)
+                weights[k][lo:hi] = 1.0
+                picked.append(int(w))
+            account.charge("gaussian", rho_call * len(chosen),
+                           f"round {t}: {len(chosen)} workload(s) measured",
+                           {"rho_per_workload": rho_call, "sigma": [float(sigma[w]) for w in
+                                                                    chosen],
+                            "workloads": [self._label(classes, first, w) for w in chosen]})
+
+        total_gens = 0
+
+        def report(t: int):
+            def on(generation: int, loss: float, worst: float) -> None:
+                ctx.progress(PROJECT, t - 1, rounds, loss=loss, max_error=worst,
+                             generation=total_gens + generation)
+            return on
+
+        table = None
+        ctx.stage(PROJECT, rounds, f"{rounds} round(s) of select, measure and genetic search "
+                                   f"over {int(self.rows):,} rows")
+        if self.one_shot:
+            measure(np.arange(first[-1]), 1)
+        for t in range(1, rounds + 1):
+            if not self.one_shot:
+                scores = np.concatenate([_worst_errors(q, a, table, space, int(self.rows),
+                                                       self.rng_)
+                                         for q, a in zip(classes, true, strict=True)])
+                scores[picked] = -np.inf
+                chosen = select_workloads(scores, per_round, rho_call, n, self.rng_)
+                account.charge("report-noisy-max (Gumbel)", rho_call * per_round,
+                               f"round {t}: {per_round} workload(s) selected by max error",
+                               {"rho_per_pick": rho_call, "gumbel_scale":
+                                1 / (n * math.sqrt(2 * rho_call)), "score_sensitivity": 1 / n})
+                measure(chosen, t)
+            result = project(space, classes, targets, weights, int(self.rows), self.rng_,
+                             init=table, mutations=int(self.mutations),
+                             crossovers=int(self.crossovers), elite=int(self.elite),
+                             max_generations=int(self.max_generations), progress=report(t))
+            table = result.table
+            total_gens += result.generations
+            ctx.progress(PROJECT, t, rounds, loss=result.loss, max_error=result.max_error,
+                         generation=total_gens)
+        self.table_ = table
+        self.space_ = space
+        self.generations_ = total_gens
+        self.measured_ = [self._label(classes, first, w) for w in picked]
+
+    @staticmethod
+    def _label(classes, first, w) -> str:
+        k = int(np.searchsorted(first, w, side="right") - 1)
+        return f"{classes[k].kind}: {classes[k].labels[w - first[k]]}"
+
+    def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
+        """Rows of the projected table: a random subset, or all of it and then more."""
+        size = len(self.table_)
+        order = np.concatenate([rng.permutation(size) for _ in range(-(-n // size))])[:n]
+        return self.space_.decode(self.table_[order])
+
+
+def select_workloads(scores: np.ndarray, k: int, rho: float, n: int,
+                     rng: np.random.Generator) -> np.ndarray:
+    """k workloads by report-noisy-max: scores (max errors, sensitivity 1/n) plus Gumbel
+    noise of scale 1/(n√(2ρ)), top k; each pick is the exponential mechanism with
+    ε₀ = √(8ρ), which is ε₀²/8 = ρ-zCDP (bounded range), so the k picks cost kρ."""
+    return exponential_top_k(scores, k, math.sqrt(8 * rho), 1 / n, rng)
+
+
+def measure_workload(answers: np.ndarray, rho: float, sensitivity: float,
+                     rng: np.random.Generator) -> np.ndarray:
+    """A workload's answers with Gaussian noise σ = Δ/√(2ρ) (ρ-zCDP), clipped to [0, 1]
+    (post-processing: answers are fractions)."""
+    return np.clip(gaussian(answers, rho, sensitivity, rng), 0, 1)
+
+
+def _worst_errors(q: Workloads, true: np.ndarray, x: np.ndarray | None, space: Space,
+                  rows: int, rng: np.random.Generator) -> np.ndarray:
+    """Max |true − synthetic| answer per workload; before any table exists, a random one."""
+    x = space.random(rows, rng) if x is None else x
+    return np.maximum.reduceat(np.abs(true - q.answers(x)), q.bounds[:-1])
+
+
+class _Account:
+    """Charges zCDP mechanisms to the ledger as increments of one (ε, δ) conversion."""
+
+    def __init__(self, ledger: Ledger, epsilon: float, delta: float, n: int):
+        self.ledger, self.epsilon, self.delta, self.n = ledger, epsilon, delta, n
+        self.rho, self.charged = 0.0, 0.0
+
+    def charge(self, mechanism: str, rho: float, description: str, params: dict) -> None:
+        self.rho += rho
+        total = min(self.epsilon, zcdp_to_dp(self.rho, self.delta))
+        first = not self.ledger.spent(QUERIES)[1]
+        self.ledger.spend(LedgerEntry(
+            stage=QUERIES, mechanism=mechanism, epsilon=max(0.0, total - self.charged),
+            delta=self.delta if first else 0.0, accounting=ACCOUNTING, description=description,
+            params={"rho": rho, "cumulative_rho": self.rho, **params}))
+        self.charged = max(self.charged, total)

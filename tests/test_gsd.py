@@ -1,0 +1,325 @@
+"""Private-GSD: query sensitivities, the incremental loss, the genetic search, the budget."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synth.errors import BudgetError, Cancelled, ParameterError
+from synth.methods import FitContext, Progress, make
+from synth.methods.gsd import QUERIES, measure_workload, select_workloads
+from synth.privacy.audit import epsilon_lower_bound, event_counts
+from synth.privacy.budget import Budget
+from synth.privacy.composition import dp_to_zcdp, zcdp_to_dp
+from synth.projection import loss_of, project
+from synth.queries import BOUND_ATOM, QUERY_CLASSES, Prefixes, Space, build, plan_size
+from synth.schema import Column, Schema, infer_schema
+
+
+@pytest.fixture(scope="module")
+def small():
+    """A mixed table with dependence: 3 categorical and 2 numeric columns."""
+    rng = np.random.default_rng(7)
+    n = 400
+    a = rng.choice(["x", "y", "z"], n, p=[0.5, 0.3, 0.2])
+    frame = pd.DataFrame({
+        "a": a, "b": np.where(a == "x", "p", rng.choice(["p", "q"], n)),
+        "c": rng.choice(["u", "v"], n),
+        "age": np.clip(rng.normal(40, 12, n), 17, 90),
+        "hours": np.where(a == "z", 20.0, rng.uniform(1, 99, n))})
+    schema = Schema((
+        Column("a", "categorical", categories=("x", "y", "z"), public=True),
+        Column("b", "categorical", categories=("p", "q"), public=True),
+        Column("c", "categorical", categories=("u", "v"), public=True),
+        Column("age", "numeric", lower=17, upper=90, public=True),
+        Column("hours", "numeric", lower=1, upper=99, public=True)))
+    return frame, schema
+
+
+def _all_classes(space, rng):
+    return build(space, list(QUERY_CLASSES), rng, random_queries=200)
+
+
+def test_sensitivities_are_the_papers_and_hold_for_replaced_rows(small):
+    frame, schema = small
+    space = Space(schema)
+    rng = np.random.default_rng(0)
+    classes = {q.kind: q for q in _all_classes(space, rng)}
+    assert set(classes["cat2"].sensitivity) == {math.sqrt(2)}
+    assert set(classes["cat3"].sensitivity) == {math.sqrt(2)}
+    assert set(classes["bt"].sensitivity) == {math.sqrt(10)}  # 5 levels
+    assert set(classes["prefix"].sensitivity) == {math.sqrt(2)}
+    assert set(classes["halfspace"].sensitivity) == {1.0}
+    assert len(classes["cat2"]) == 3 and len(classes["cat3"]) == 1
+    assert len(classes["bt"]) == 3 * 2 + 1  # every pair with a numeric column
+    x = space.encode(frame)
+    n = len(x)
+    for q in classes.values():
+        worst = np.zeros(len(q))
+        for _ in range(30):  # replace one row by a random one
+            y = x.copy()
+            y[rng.integers(n)] = space.random(1, rng)[0]
+            diff = (q.answers(x) - q.answers(y)) ** 2
+            norms = np.sqrt(np.add.reduceat(diff, q.bounds[:-1])) * n
+            worst = np.maximum(worst, norms)
+        assert np.all(worst <= q.sensitivity + 1e-9), q.kind
+        if q.kind in ("cat2", "bt"):  # the bound is attained
+            assert worst.max() == pytest.approx(q.sensitivity.max())
+
+
+def test_mutations_propose_whole_numbers_and_the_bounds():
+    schema = Schema((Column("n", "numeric", lower=0, upper=4, integer=True, public=True),
+                     Column("x", "numeric", lower=0, upper=1, public=True),
+                     Column("c", "categorical", categories=("a", "b", "c"), public=True)))
+    space = Space(schema)
+    values = space.random(20_000, np.random.default_rng(0))
+    assert set(np.unique(values[:, 0] * 4)) == {0, 1, 2, 3, 4}
+    assert set(np.unique(values[:, 2])) == {0, 1, 2}
+    at_bounds = np.isin(values[:, 1], [0.0, 1.0]).mean()
+    assert at_bounds == pytest.approx(BOUND_ATOM, abs=0.01)  # a continuous U[0, 1] never is
+    assert space.decode(values)["n"].between(0, 4).all()
+
+
+def test_plan_size_counts_what_build_makes(small):
+    space = Space(small[1])
+    kinds = [c.kind == "categorical" for c in small[1]]
+    for name in QUERY_CLASSES:
+        (q,) = build(space, [name], np.random.default_rng(0), levels=3, random_queries=50)
+        assert plan_size(kinds, [name], 3, 50) == (len(q), q.sensitivity.max()), name
+
+
+def test_preview_needs_no_domains(small):
+    """Before domains are learned there are no categories; the plan needs only kinds."""
+    frame, _ = small
+    schema = infer_schema(frame)
+    assert not schema.releasable
+    budget = Budget(1.0, 1e-6, {"domain": 0.1, QUERIES: 0.9})
+    scales = make("gsd", {"rounds": 3}).preview(len(frame), schema, budget)
+    assert scales[-1].stage == QUERIES and "3 rounds × 1 of" in scales[-1].meaning
+
+
+def test_incremental_loss_equals_a_full_recompute(small):
+    frame, schema = small
+    space = Space(schema)
+    rng = np.random.default_rng(1)
+    classes = _all_classes(space, rng)
+    x = space.encode(frame)
+    targets = [np.clip(q.answers(x) + rng.normal(0, 0.01, q.size), 0, 1) for q in classes]
+    weights = [(rng.random(q.size) < 0.5).astype(float) for q in classes]
+    d = space.random(150, rng)
+    trackers = [q.track(d, t, w) for q, t, w in zip(classes, targets, weights, strict=True)]
+    base = loss_of(d, classes, targets, weights)
+    assert sum(t.loss for t in trackers) == pytest.approx(base, abs=1e-12)
+    rows = rng.integers(len(d), size=60)
+    cols = rng.integers(space.d, size=60)
+    values = space.random_values(cols, rng)
+    values[:10] = d[rows[:10], cols[:10]]  # no-op edits cost nothing
+    change = sum(t.delta(d, rows, cols, values) for t in trackers)
+    assert np.all(change[:10] == 0)
+    for i in range(60):
+        e = d.copy()
+        e[rows[i], cols[i]] = values[i]
+        assert base + change[i] == pytest.approx(loss_of(e, classes, targets, weights),
+                                                 abs=1e-9)
+    for i in range(20):  # accepting edits keeps the residual exact
+        for t in trackers:
+            t.accept(d, rows[i], cols[i], values[i])
+        d[rows[i], cols[i]] = values[i]
+    assert sum(t.loss for t in trackers) == pytest.approx(loss_of(d, classes, targets, weights),
+                                                          abs=1e-9)
+
+
+def test_figure_1_toy_is_reproduced_exactly():
+    """Real values all 0.5; prefixes at 0.49, 0.50, 0.51 (strict <, note D24): the answers
+    are (0, 0, 1), which RAP++'s relaxation cannot reach and GSD must match exactly."""
+    schema = Schema((Column("x", "numeric", lower=0, upper=1, public=True),))
+    space = Space(schema)
+    t = np.array([0.49, 0.50, 0.51])
+    q = Prefixes(space, [-1] * 3, [0] * 3, [0] * 3, t, [0] * 3, t, [0, 1, 2])
+    real = np.full((100, 1), 0.5)
+    target = q.answers(real)
+    assert list(target) == [0, 0, 1]
+    result = project(space, [q], [target], [np.ones(3)], 100, np.random.default_rng(0),
+                     tol=0.0, max_generations=50_000)
+    assert result.loss == 0 and result.max_error == 0
+    assert np.all((result.table >= 0.50) & (result.table < 0.51))
+    assert list(q.answers(result.table)) == [0, 0, 1]
+
+
+@pytest.mark.parametrize("classes, levels, bound", [(["cat2"], 5, 0.0), (["cat2", "bt"], 2, 1)])
+def test_noise_free_two_way_marginals_reach_one_row_of_error(small, classes, levels, bound):
+    """ρ → ∞: the search fits a 200-row table's 2-way marginals to within one row (exactly,
+    for categorical marginals)."""
+    frame, schema = small
+    space = Space(schema)
+    classes = build(space, classes, np.random.default_rng(0), levels=levels)
+    x = space.encode(frame.iloc[:200])
+    targets = [q.answers(x) for q in classes]
+    weights = [np.ones(q.size) for q in classes]
+    rows = 200
+    result = project(space, classes, targets, weights, rows, np.random.default_rng(0),
+                     max_generations=100_000)
+    worst = max(np.abs(t - q.answers(result.table)).max()
+                for q, t in zip(classes, targets, strict=True))
+    assert worst <= bound / rows + 1e-12
+    assert result.max_error == pytest.approx(worst)
+
+
+def test_early_stop_and_warm_start(small):
+    frame, schema = small
+    space = Space(schema)
+    classes = build(space, ["cat2"], np.random.default_rng(0))
+    targets = [classes[0].answers(space.encode(frame))]
+    weights = [np.ones(classes[0].size)]
+    first = project(space, classes, targets, weights, 100, np.random.default_rng(0),
+                    max_generations=100_000)
+    assert first.generations < 100_000  # stopped early: no progress over a window
+    again = project(space, classes, targets, weights, 100, np.random.default_rng(1),
+                    init=first.table, max_generations=0)
+    assert again.loss == pytest.approx(first.loss)  # the warm start is the best elite
+    with pytest.raises(ParameterError, match="warm start must have shape"):
+        project(space, classes, targets, weights, 50, np.random.default_rng(0), init=first.table)
+
+
+def test_selection_round_audit():
+    """One selection: on neighbouring score vectors (each score moves by ≤ 1/n) the picks'
+    frequencies stay within e^ε₀, ε₀ = √(8ρ); four times ρ (half the noise) is caught."""
+    trials, k, n, rho = 40_000, 10, 100, 1 / 8  # ε₀ = 1
+    d = np.zeros(k)
+    d2 = np.full(k, -1 / n)
+    d2[0] = 1 / n
+    rng = np.random.default_rng(3)
+
+    def bound(r):
+        a = np.array([select_workloads(d, 1, r, n, rng)[0] for _ in range(trials)])
+        b = np.array([select_workloads(d2, 1, r, n, rng)[0] for _ in range(trials)])
+        events = np.arange(k)
+        return epsilon_lower_bound(event_counts(a, events), event_counts(b, events), trials)
+
+    assert bound(rho) <= math.sqrt(8 * rho)
+    assert bound(4 * rho) > 1.3 * math.sqrt(8 * rho)
+
+
+def test_measurement_noise_scale():
+    rng = np.random.default_rng(4)
+    rho, sens = 0.02, math.sqrt(10) / 1000
+    noisy = np.stack([measure_workload(np.full(50, 0.5), rho, sens, rng) for _ in range(2000)])
+    sigma = sens / math.sqrt(2 * rho)
+    assert noisy.std() == pytest.approx(sigma, rel=0.03)
+    clipped = measure_workload(np.array([0.0, 1.0]), 1e-6, 1.0, rng)
+    assert np.all((clipped >= 0) & (clipped <= 1))
+
+
+@pytest.fixture(scope="module")
+def fitted(small):
+    frame, schema = small
+    events = []
+    model = make("gsd", {"rounds": 3, "per_round": 2, "rows": 100, "max_generations": 3000})
+    model.fit(frame, schema, Budget(1.0, 1e-6, {QUERIES: 1.0}),
+              FitContext(seed=0, on_event=events.append))
+    return model, events
+
+
+def test_budget_split_and_ledger(fitted, small):
+    model, events = fitted
+    frame = small[0]
+    rho = dp_to_zcdp(1.0, 1e-6)
+    rho_call = rho / (2 * 3 * 2)
+    entries = model.ledger_.entries
+    assert [e.mechanism for e in entries] == ["report-noisy-max (Gumbel)", "gaussian"] * 3
+    assert all(e.params["rho"] == pytest.approx(2 * rho_call) for e in entries)
+    assert entries[-1].params["cumulative_rho"] == pytest.approx(rho)
+    assert entries[0].params["gumbel_scale"] == pytest.approx(
+        1 / (len(frame) * math.sqrt(2 * rho_call)))
+    assert model.ledger_.total_epsilon == pytest.approx(1.0, abs=1e-9)
+    assert model.ledger_.total_epsilon <= 1.0 + 1e-9 and model.ledger_.total_delta == 1e-6
+    # each prefix of the ledger is the conversion of the ρ spent so far
+    for i, e in enumerate(entries):
+        so_far = sum(x.epsilon for x in entries[:i + 1])
+        assert so_far == pytest.approx(zcdp_to_dp(e.params["cumulative_rho"], 1e-6), abs=1e-9)
+    for e in entries[1::2]:
+        for label, sigma in zip(e.params["workloads"], e.params["sigma"], strict=True):
+            sens = math.sqrt(2) if label.startswith("cat2") else math.sqrt(10)
+            assert sigma == pytest.approx(sens / (len(frame) * math.sqrt(2 * rho_call)))
+    assert len(set(model.measured_)) == 6  # no workload measured twice
+    rounds = [e.step for e in events if isinstance(e, Progress) and e.stage == "project"]
+    assert rounds[-1] == 3 and {"loss", "max_error", "generation"} <= set(
+        next(e for e in events if isinstance(e, Progress) and e.stage == "project").metrics)
+
+
+def test_sample_has_the_schemas_columns_and_bounds(fitted, small):
+    model, _ = fitted
+    out = model.sample(250)
+    assert list(out.columns) == small[1].names and len(out) == 250
+    assert out["age"].between(17, 90).all() and set(out["a"]) <= {"x", "y", "z"}
+
+
+def test_one_shot_measures_every_workload_once(small):
+    frame, schema = small
+    model = make("gsd", {"one_shot": True, "queries": "cat2+bt", "rows": 50,
+                         "max_generations": 500})
+    model.fit(frame, schema, Budget(2.0, 1e-6, {QUERIES: 1.0}), FitContext(seed=1))
+    (entry,) = model.ledger_.entries
+    assert entry.mechanism == "gaussian" and len(model.measured_) == 3 + 7
+    assert entry.params["rho_per_workload"] == pytest.approx(dp_to_zcdp(2.0, 1e-6) / 10)
+
+
+@pytest.mark.parametrize("queries", QUERY_CLASSES)
+def test_every_query_class_runs_on_the_sample(sample, queries):
+    table, schema = sample
+    model = make("gsd", {"queries": queries, "rounds": 2, "per_round": 2, "rows": 80,
+                         "max_generations": 400, "random_queries": 300})
+    model.fit(table, schema, Budget(1.0, 1e-6, {QUERIES: 1.0}), FitContext(seed=0))
+    out = model.sample(100)
+    assert list(out.columns) == schema.names and out.notna().any().all()
+    assert model.ledger_.total_epsilon <= 1.0 + 1e-9
+
+
+def test_cancel_stops_within_a_round_and_keeps_a_true_ledger(small):
+    frame, schema = small
+    model = make("gsd", {"rounds": 3, "rows": 100, "max_generations": 100_000})
+    seen = []
+
+    def stop():
+        return len(seen) > 5
+
+    with pytest.raises(Cancelled):
+        model.fit(frame, schema, Budget(1.0, 1e-6, {QUERIES: 1.0}),
+                  FitContext(seed=0, on_event=seen.append, should_stop=stop, min_interval=0))
+    assert not hasattr(model, "schema_")
+    assert 0 < model.ledger_.total_epsilon < 1.0
+
+
+@pytest.mark.parametrize("params, budget, error, message", [
+    ({"rounds": 0}, 1.0, ParameterError, "rounds \\(T\\) must be an integer ≥ 1, got 0"),
+    ({"rounds": "many"}, 1.0, ParameterError, "rounds \\(T\\) must be an integer ≥ 1"),
+    ({"rows": 0}, 1.0, ParameterError, "rows must be an integer ≥ 1"),
+    ({"rows": float("inf")}, 1.0, ParameterError, "rows must be an integer ≥ 1"),
+    ({"per_round": 0}, 1.0, ParameterError, "per_round \\(S\\) must be an integer ≥ 1"),
+    ({"queries": "cat4"}, 1.0, ParameterError, "queries must be classes joined by"),
+    ({"queries": "cat2+cat2"}, 1.0, ParameterError, "lists a class twice"),
+    ({"rounds": 20, "per_round": 1}, 1.0, ParameterError, "exceeds the 10 workloads"),
+    ({"mutations": 0, "crossovers": 0}, 1.0, ParameterError, "mutations \\+ crossovers"),
+    ({}, 1e-7, BudgetError, "too small to measure anything"),
+])
+def test_bad_parameters_are_named(small, params, budget, error, message):
+    frame, schema = small
+    model = make("gsd", {"rounds": 2, **params})
+    with pytest.raises(error, match=message):
+        model.fit(frame, schema, Budget(budget, 1e-6, {QUERIES: 1.0}), FitContext(seed=0))
+    assert model.ledger_.total_epsilon == 0  # refused before anything was spent
+
+
+def test_preview_matches_what_the_fit_records(fitted, small):
+    model, _ = fitted
+    frame, schema = small
+    (scale,) = model.preview(len(frame), schema, Budget(1.0, 1e-6, {QUERIES: 1.0}))
+    rho_call = dp_to_zcdp(1.0, 1e-6) / 12
+    assert f"{rho_call:.3g}" in scale.scale
+    assert "3 rounds × 2 of 10 workloads" in scale.meaning
+    (bad,) = make("gsd", {"rounds": 50}).preview(len(frame), schema,
+                                                 Budget(1.0, 1e-6, {QUERIES: 1.0}))
+    assert bad.scale == "impossible" and "exceeds" in bad.meaning
