@@ -209,6 +209,12 @@ class Synthesizer:
         raise NotImplementedError
 
 
+def resample(size: int, n: int, rng: np.random.Generator) -> np.ndarray:
+    """n row indices into a released table of ``size`` rows: a random subset when n ≤ size,
+    otherwise every row as often as possible and a random subset for the rest."""
+    return np.concatenate([rng.permutation(size) for _ in range(-(-n // size))])[:n]
+
+
 def domain_preview(schema: Schema, epsilon: float, delta: float) -> NoiseScale:
     """Noise of learning the data-derived domains (see :mod:`synth.privacy.domains`)."""
     todo = [c.name for c in schema if not c.releasable]

@@ -22,7 +22,7 @@ import pandas as pd
 
 from synth.encoding import Discretizer, finalize
 from synth.errors import ParameterError, check_int
-from synth.methods.base import FitContext, NoiseScale
+from synth.methods.base import FitContext, NoiseScale, resample
 from synth.methods.dpgan import DPGAN, GAN, train_gan
 from synth.privacy.budget import Budget, LedgerEntry
 from synth.privacy.composition import bounded_range, per_step_epsilon
@@ -163,10 +163,8 @@ class DPSelect(DPGAN):
         self.synthetic_ = finalize(pool.iloc[picked].reset_index(drop=True), schema)
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
-        """Rows of the selected table (post-processing): a random subset when n is at most its
-        size, all of it plus a random subset otherwise."""
-        size = len(self.synthetic_)
-        order = np.concatenate([rng.permutation(size) for _ in range(-(-n // size))])[:n]
+        """Rows of the selected table (post-processing)."""
+        order = resample(len(self.synthetic_), n, rng)
         return self.synthetic_.iloc[order].reset_index(drop=True)
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from synth.errors import BudgetError, ParameterError, check_int
-from synth.methods.base import FitContext, NoiseScale, Synthesizer
+from synth.methods.base import FitContext, NoiseScale, Synthesizer, resample
 from synth.privacy.budget import Budget, Ledger, LedgerEntry
 from synth.privacy.composition import dp_to_zcdp, zcdp_to_dp
 from synth.privacy.mechanisms import exponential_top_k, gaussian
@@ -186,15 +186,14 @@ class GSD(Synthesizer):
                              generation=total_gens + generation)
             return on
 
-        table = None
+        table = space.random(int(self.rows), self.rng_)  # round 1 scores and starts from it
         ctx.stage(PROJECT, rounds, f"{rounds} round(s) of select, measure and genetic search "
                                    f"over {int(self.rows):,} rows")
         if self.one_shot:
             measure(np.arange(first[-1]), 1)
         for t in range(1, rounds + 1):
             if not self.one_shot:
-                scores = np.concatenate([_worst_errors(q, a, table, space, int(self.rows),
-                                                       self.rng_)
+                scores = np.concatenate([_worst_errors(q, a, table)
                                          for q, a in zip(classes, true, strict=True)])
                 scores[picked] = -np.inf
                 chosen = select_workloads(scores, per_round, rho_call, n, self.rng_)
@@ -222,10 +221,8 @@ class GSD(Synthesizer):
         return f"{classes[k].kind}: {classes[k].labels[w - first[k]]}"
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
-        """Rows of the projected table: a random subset, or all of it and then more."""
-        size = len(self.table_)
-        order = np.concatenate([rng.permutation(size) for _ in range(-(-n // size))])[:n]
-        return self.space_.decode(self.table_[order])
+        """Rows of the projected table (post-processing)."""
+        return self.space_.decode(self.table_[resample(len(self.table_), n, rng)])
 
 
 def select_workloads(scores: np.ndarray, k: int, rho: float, n: int,
@@ -243,10 +240,8 @@ def measure_workload(answers: np.ndarray, rho: float, sensitivity: float,
     return np.clip(gaussian(answers, rho, sensitivity, rng), 0, 1)
 
 
-def _worst_errors(q: Workloads, true: np.ndarray, x: np.ndarray | None, space: Space,
-                  rows: int, rng: np.random.Generator) -> np.ndarray:
-    """Max |true − synthetic| answer per workload; before any table exists, a random one."""
-    x = space.random(rows, rng) if x is None else x
+def _worst_errors(q: Workloads, true: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Max |true − synthetic| answer per workload: the selection's score (sensitivity 1/n)."""
     return np.maximum.reduceat(np.abs(true - q.answers(x)), q.bounds[:-1])
 
 
