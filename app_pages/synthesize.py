@@ -4,6 +4,7 @@ anything, run it in the background while watching it learn, download the release
 import json
 import time
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -11,8 +12,15 @@ from synth.cli import run_command
 from synth.errors import SynthError
 from synth.evaluation import marginal_tvd, utility
 from synth.methods import METHODS, NoiseScale, Progress, Spent, StageStarted, make
-from synth.plots import budget_chart, ledger_chart, progress_chart
+from synth.plots import (
+    THEOREM_NAMES,
+    budget_chart,
+    composition_chart,
+    ledger_chart,
+    progress_chart,
+)
 from synth.privacy.budget import Budget, default_delta, merge_shares
+from synth.privacy.composition import explore
 from synth.privacy.domains import DOMAIN
 from synth.protocol import protocol_split
 from synth.schema import Schema
@@ -97,10 +105,10 @@ def split(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
 
 st.subheader("Before you spend anything")
 budget = None
+rows = 5 * n // 6 if holdout else n  # the protocol split's train + validation rows
 with state.guard("Planning the budget"):
     model = make(method, params)
     budget = Budget(epsilon, delta, merge_shares(model.default_shares(schema), shares_given))
-    rows = 5 * n // 6 if holdout else n  # the protocol split's train + validation rows
     st.plotly_chart(budget_chart(budget), width="stretch", key="plan")
     for scale in noise_preview(method, json.dumps(model.get_params()), rows,
                                json.dumps(schema.to_dict()), epsilon, delta,
@@ -109,6 +117,32 @@ with state.guard("Planning the budget"):
                     f"{scale.meaning}")
     st.caption(f"Worked out from the schema and the row count ({rows:,}) only: no data is read "
                "and nothing is spent.")
+
+
+@st.cache_data(max_entries=32)
+def composition_curves(epsilon: float, delta: float, steps: int):
+    grid = sorted({*np.unique(np.logspace(0, 6, 31).astype(int)).tolist(), steps})
+    return grid, explore(epsilon, delta, grid)
+
+
+with st.expander("Composition explorer: what n selections may each spend"):
+    sections = params.get("sections")  # DP-Select picks one row per step in each section
+    picks = -(-rows // sections) if isinstance(sections, int) and sections > 0 else 1000
+    steps = int(st.number_input("Number of steps n", min_value=1, max_value=10**6,
+                                value=min(picks, 10**6), step=1, key=f"composition-steps:{method}"))
+    if delta > 0:
+        grid, curves = composition_curves(epsilon, delta, steps)
+        at = grid.index(steps)
+        st.plotly_chart(composition_chart(curves, grid, epsilon, delta, {"n": steps}),
+                        width="stretch", key="composition")
+        st.dataframe(pd.DataFrame({"theorem": [THEOREM_NAMES[k] for k in curves],
+                                   "ε per step": [f"{v[at]:.3g}" for v in curves.values()]}),
+                     hide_index=True)
+        st.caption("Many weak selections (DP-Select picks one output row per step) must share ε "
+                   "far more thinly than a few strong ones: bounded range, which holds for the "
+                   "exponential mechanism, allows the most per step; basic composition the least.")
+    else:
+        st.info("Composition with δ = 0 leaves only basic composition: ε/n per step.")
 
 
 def work(model, private, test, schema, budget, config, name):

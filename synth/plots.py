@@ -122,3 +122,27 @@ def progress_chart(events: Iterable[Event], stage: str) -> go.Figure:
     fig.update_xaxes(title_text=axis)
     fig.update_layout(height=300, margin={"t": 40, "b": 30}, uirevision=stage)
     return fig
+
+
+THEOREM_NAMES = {"basic": "basic", "advanced": "advanced (Dwork–Rothblum–Vadhan)",
+                 "kairouz": "optimal (Kairouz et al.)", "renyi": "Rényi",
+                 "bounded_range": "bounded range (exponential mechanism)"}
+
+
+def composition_chart(curves: Mapping[str, Iterable[float]], steps: Iterable[int],
+                      epsilon: float, delta: float, marks: Mapping[str, int]) -> go.Figure:
+    """Per-step ε against the number of steps, one line per theorem (log–log), with a
+    vertical line for each marked step count (an engine's number of selections)."""
+    steps = list(steps)
+    fig = go.Figure()
+    for name, values in curves.items():
+        fig.add_scatter(x=steps, y=list(values), name=THEOREM_NAMES.get(name, name),
+                        mode="lines")
+    for label, n in marks.items():
+        fig.add_vline(x=n, line_dash="dot", annotation_text=f"{label}: {n:,}")
+    fig.update_layout(xaxis={"type": "log", "title": "number of steps n"},
+                      yaxis={"type": "log", "title": "ε per step"}, height=380,
+                      legend={"orientation": "h", "y": -0.3},
+                      title=f"ε each of n steps may spend for a total ε = {epsilon:g}, "
+                            f"δ = {delta:.2g}")
+    return fig

@@ -167,6 +167,24 @@ def test_gsd_runs_from_the_app_with_live_rounds(app):
     assert "--method gsd" in app.code[0].value and "--set rounds=3" in app.code[0].value
 
 
+def test_composition_explorer_follows_the_steps(app):
+    app.switch_page(SYNTH).run()
+    app.selectbox[0].set_value("dpselect").run()
+    steps = app.number_input(key="composition-steps:dpselect")
+    assert steps.value == -(-(5 * 5000 // 6) // 5)  # DP-Select's picks per section
+
+    def per_step() -> dict:
+        frame = app.dataframe[-1].value
+        return dict(zip(frame["theorem"], frame["ε per step"].astype(float), strict=True))
+
+    before = per_step()
+    assert max(before, key=before.get).startswith("bounded range")
+    steps.set_value(10).run()
+    after = per_step()
+    assert not app.exception and all(after[k] > before[k] for k in before)
+    assert after["basic"] == pytest.approx(0.1)  # ε = 1 over 10 steps
+
+
 def test_the_preview_follows_the_budget_split(app):
     app.switch_page(SYNTH).run()
     app.selectbox[0].set_value("dpselect").run()

@@ -122,3 +122,18 @@ def test_inverse_refuses_unknown_theorem_and_bad_delta():
         per_step_epsilon(1, 10, 1e-5, "magic")
     with pytest.raises(BudgetError, match="delta"):
         per_step_epsilon(1, 10, 1.5, "advanced")
+
+
+def test_explore_gives_each_theorems_per_step_epsilon():
+    from synth.privacy.composition import explore
+
+    curves = explore(1.0, 1e-5, [1, 1000, 100_000])
+    assert set(curves) == set(THEOREMS)
+    assert curves["bounded_range"][1] == pytest.approx(1.29e-2, rel=5e-3)
+    assert curves["kairouz"][1] == pytest.approx(6.91e-3, rel=5e-3)
+    assert curves["basic"].tolist() == pytest.approx([1.0, 1e-3, 1e-5])
+    for values in curves.values():  # more steps, less each
+        assert values[0] > values[1] > values[2]
+    # bounded range allows the most for the exponential mechanism, basic the least
+    assert max(curves, key=lambda k: curves[k][1]) == "bounded_range"
+    assert min(curves, key=lambda k: curves[k][1]) == "basic"

@@ -5,6 +5,7 @@ from synth.methods import Progress, StageStarted
 from synth.plots import (
     REAL,
     budget_chart,
+    composition_chart,
     ledger_chart,
     marginal_chart,
     progress_chart,
@@ -67,3 +68,13 @@ def test_progress_chart_of_a_search_runs_along_its_generations():
     fig = progress_chart(events, "project")
     assert [(t.name, list(t.x)) for t in fig.data] == [("loss", [250, 900])]
     assert fig.layout.xaxis.title.text == "generation"
+
+
+def test_composition_chart_has_a_line_per_theorem_and_marks_n():
+    from synth.privacy.composition import THEOREMS, explore
+
+    steps = [1, 10, 100, 1000]
+    fig = composition_chart(explore(1.0, 1e-5, steps), steps, 1.0, 1e-5, {"n": 100})
+    assert len(fig.data) == len(THEOREMS) and list(fig.data[0].x) == steps
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    assert fig.layout.shapes[0].x0 == 100

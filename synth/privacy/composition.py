@@ -25,6 +25,7 @@ __all__ = [
     "basic",
     "bounded_range",
     "dp_to_zcdp",
+    "explore",
     "kairouz",
     "per_step_epsilon",
     "renyi",
@@ -132,6 +133,15 @@ def per_step_epsilon(epsilon: float, n: int, delta: float, theorem: str = "bound
         else:
             hi = mid
     return lo
+
+
+def explore(epsilon: float, delta: float, steps) -> dict[str, np.ndarray]:
+    """Per-step ε each theorem allows for every number of steps in ``steps``, at a total
+    (ε, δ): the composition explorer's curves. Bounded range only applies to mechanisms
+    that are ε-BR, such as the exponential mechanism; the others hold for any ε-DP step."""
+    counts = np.asarray(steps, dtype=np.int64)
+    return {name: np.array([per_step_epsilon(epsilon, int(k), delta, name) for k in counts])
+            for name in THEOREMS}
 
 
 # ---- zCDP ⇄ (ε, δ) -------------------------------------------------------------------------
