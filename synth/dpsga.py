@@ -128,17 +128,13 @@ def dpsga(utility: Callable[[np.ndarray], np.ndarray], sensitivity: float, genes
         scores = np.asarray(utility(pop), dtype=float)
         history.append(float(scores.max()))
         chosen = pop[exponential_top_k(scores, parents, eps_s, sensitivity, rng)]
-        children = []
-        need = population - parents
-        while sum(len(c) for c in children) < need:
-            pairs = np.array([rng.choice(parents, 2, replace=False)
-                              for _ in range(-(-need // 2))])
-            a, b = chosen[pairs[:, 0]], chosen[pairs[:, 1]]
-            cross = rng.random(len(pairs)) < p_c
-            x, y = genes.crossover(a, b, rng)
-            kids = np.concatenate([np.where(cross[:, None], x, a), np.where(cross[:, None], y, b)])
-            children.append(genes.mutate(kids, p_m, rng))
-        pop = np.concatenate([chosen, *children])[:population]
+        pairs = -(-(population - parents) // 2)
+        a = rng.integers(parents, size=pairs)  # two distinct parents, uniformly
+        b = (a + rng.integers(1, parents, size=pairs)) % parents
+        x, y = genes.crossover(chosen[a], chosen[b], rng)
+        cross = (rng.random(pairs) < p_c)[:, None]
+        kids = np.concatenate([np.where(cross, x, chosen[a]), np.where(cross, y, chosen[b])])
+        pop = np.concatenate([chosen, genes.mutate(kids, p_m, rng)])[:population]
         if progress is not None:
             progress(g + 1, generations, history[-1])
     scores = np.asarray(utility(pop), dtype=float)
