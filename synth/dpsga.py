@@ -81,6 +81,8 @@ class SubsetGenes:
 
     def mutate(self, pop: np.ndarray, p_m: float, rng) -> np.ndarray:
         out = pop.copy()
+        if self.length == self.size:  # every index is taken: nothing to replace a gene with
+            return out
         for i, j in zip(*np.nonzero(rng.random(pop.shape) < p_m), strict=True):
             while True:  # the pool is far larger than a chromosome: few retries
                 v = rng.integers(self.size)

@@ -276,7 +276,9 @@ class _PredicateTracker(Tracker):
     def __init__(self, queries: _Predicates, x, target, weight):
         self.q = queries
         self.active = np.flatnonzero(weight)
-        super().__init__(x, target, weight, queries.answers(x))
+        answers = np.zeros(queries.size)  # unweighted queries never enter the loss
+        answers[self.active] = queries.phi(x, self.active).mean(axis=0)
+        super().__init__(x, target, weight, answers)
 
     def _flips(self, x, rows, cols, values) -> np.ndarray:
         old = x[rows]

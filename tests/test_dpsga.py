@@ -43,6 +43,8 @@ def test_subset_operators_keep_indices_distinct():
     a, b = genes.crossover(pop[:10], pop[10:], rng)
     for chromosome in (*pop, *a, *b, *genes.mutate(pop, 0.5, rng)):
         assert len(set(chromosome)) == 8 and chromosome.max() < 30
+    full = SubsetGenes(5, 5)  # the whole pool: mutation has nothing to swap in, and stops
+    assert np.array_equal(full.mutate(full.random(3, rng), 1.0, rng).shape, (3, 5))
     target = np.arange(8)  # the toy optimum: the first 8 pool rows
     result = dpsga(lambda p: np.isin(p, target).sum(1).astype(float), 1.0, genes, 1e6, 1e-5,
                    rng, generations=60)

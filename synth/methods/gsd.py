@@ -166,8 +166,8 @@ class GSD(Synthesizer):
 
         def measure(chosen: np.ndarray, t: int) -> None:
             for w in chosen:
-                k = int(np.searchsorted(first, w, side="right") - 1)
-                lo, hi = classes[k].bounds[w - first[k]:w - first[k] + 2]
+                k, local = _locate(first, w)
+                lo, hi = classes[k].bounds[local:local + 2]
                 targets[k][lo:hi] = measure_workload(true[k][lo:hi], rho_call, sens[w],
                                                      self.rng_)
                 weights[k][lo:hi] = 1.0
@@ -217,12 +217,19 @@ class GSD(Synthesizer):
 
     @staticmethod
     def _label(classes, first, w) -> str:
-        k = int(np.searchsorted(first, w, side="right") - 1)
-        return f"{classes[k].kind}: {classes[k].labels[w - first[k]]}"
+        k, local = _locate(first, w)
+        return f"{classes[k].kind}: {classes[k].labels[local]}"
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         """Rows of the projected table (post-processing)."""
         return self.space_.decode(self.table_[resample(len(self.table_), n, rng)])
+
+
+def _locate(first: np.ndarray, w: int) -> tuple[int, int]:
+    """(query class, workload within it) of a global workload id; ``first`` holds each
+    class's first id."""
+    k = int(np.searchsorted(first, w, side="right") - 1)
+    return k, int(w - first[k])
 
 
 def select_workloads(scores: np.ndarray, k: int, rho: float, n: int,
