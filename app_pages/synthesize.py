@@ -1,6 +1,7 @@
 """Synthesize: choose a method and a budget split, see what the noise will do before spending
 anything, run it in the background while watching it learn, download the release."""
 
+import contextlib
 import json
 import time
 
@@ -126,10 +127,13 @@ def composition_curves(epsilon: float, delta: float, steps: int):
 
 
 with st.expander("Composition explorer: what n selections may each spend"):
-    sections = params.get("sections")  # DP-Select picks one row per step in each section
-    picks = -(-rows // sections) if isinstance(sections, int) and sections > 0 else 1000
-    steps = int(st.number_input("Number of steps n", min_value=1, max_value=10**6,
-                                value=min(picks, 10**6), step=1, key=f"composition-steps:{method}"))
+    picks = 1000  # DP-Select's own count where it has one (its engines differ the most)
+    if budget is not None and hasattr(model, "selections"):
+        with contextlib.suppress(SynthError, TypeError, ValueError):
+            picks = model.selections(rows, budget.allowance("select")[0])
+    steps = int(st.number_input(  # a new preset (another engine, say) gets a fresh box
+        "Number of steps n", min_value=1, max_value=10**6, value=min(picks, 10**6), step=1,
+        key=f"composition-steps:{method}:{picks}"))
     if delta > 0:
         grid, curves = composition_curves(epsilon, delta, steps)
         at = grid.index(steps)
@@ -138,9 +142,11 @@ with st.expander("Composition explorer: what n selections may each spend"):
         st.dataframe(pd.DataFrame({"theorem": [THEOREM_NAMES[k] for k in curves],
                                    "ε per step": [f"{v[at]:.3g}" for v in curves.values()]}),
                      hide_index=True)
-        st.caption("Many weak selections (DP-Select picks one output row per step) must share ε "
-                   "far more thinly than a few strong ones: bounded range, which holds for the "
-                   "exponential mechanism, allows the most per step; basic composition the least.")
+        st.caption("Many weak selections (DP-Select's rows engine picks one output row per "
+                   "step) must share ε far more thinly than a few strong ones (its GA engine "
+                   "makes N_g·N_s + 1, whatever the output's size): bounded range, which holds "
+                   "for the exponential mechanism, allows the most per step; basic composition "
+                   "the least.")
     else:
         st.info("Composition with δ = 0 leaves only basic composition: ε/n per step.")
 

@@ -12,7 +12,9 @@ post-processing.
 
 A chromosome is one row of an array; :class:`RealGenes` (weights in a box, Gaussian
 mutation) and :class:`SubsetGenes` (distinct indices into a public pool) are the paper's two
-encodings. ``utility`` scores a whole population at once, so it can be vectorised.
+encodings, and :class:`Genes` holds the breeding they share. ``utility`` scores a whole
+population at once, so it can be vectorised; an encoding may override :meth:`Genes.breed`
+(DP-Select's GA engine does, to keep cached statistics exact).
 """
 
 from __future__ import annotations
@@ -38,7 +40,26 @@ def default_generations(epsilon: float) -> int:
     return GENERATIONS[int(np.argmin(np.abs(logs - np.log10(epsilon))))][1]
 
 
-class RealGenes:
+class Genes:
+    """An encoding: ``length`` genes per chromosome, ``random``, ``crossover`` and ``mutate``."""
+
+    length: int
+
+    def breed(self, parents: np.ndarray, count: int, p_c: float, p_m: float,
+              rng: np.random.Generator) -> np.ndarray:
+        """The next population: the parents unchanged (elitism), then ``count`` children of
+        uniformly drawn pairs of distinct parents, crossed over with probability p_c (else
+        copied), then every gene mutated with probability p_m."""
+        pairs = -(-count // 2)
+        a = rng.integers(len(parents), size=pairs)
+        b = (a + rng.integers(1, len(parents), size=pairs)) % len(parents)
+        x, y = self.crossover(parents[a], parents[b], rng)
+        cross = (rng.random(pairs) < p_c)[:, None]
+        kids = np.concatenate([np.where(cross, x, parents[a]), np.where(cross, y, parents[b])])
+        return np.concatenate([parents, self.mutate(kids, p_m, rng)[:count]])
+
+
+class RealGenes(Genes):
     """Genes in [low, high]: uniform crossover, Gaussian mutation (variance 0.1), clipping."""
 
     def __init__(self, length: int, low: float = -1.0, high: float = 1.0,
@@ -58,7 +79,7 @@ class RealGenes:
         return np.clip(noisy, self.low, self.high)
 
 
-class SubsetGenes:
+class SubsetGenes(Genes):
     """k distinct indices into a pool of ``size``: crossover samples k from the union of the
     parents, mutation replaces a gene by an index not already in the chromosome."""
 
@@ -101,25 +122,33 @@ class Result:
     history: list[float]  # the best utility of each generation (not private: for the owner)
 
 
-def dpsga(utility: Callable[[np.ndarray], np.ndarray], sensitivity: float, genes,
+def check_settings(generations: int | None, population: int, parents: int, p_c: float,
+                   p_m: float | None) -> None:
+    """Name the first bad GA setting in a ParameterError (None: the paper's default)."""
+    if generations is not None:
+        check_int(generations, "generations (N_g)", 0)
+    population = check_int(population, "population (N_p)", 2)
+    parents = check_int(parents, "parents (N_s)", 2)
+    if parents > population:
+        raise ParameterError(f"parents (N_s={parents}) cannot exceed the population "
+                             f"(N_p={population})")
+    for name, value in (("p_c", p_c), ("p_m", p_m)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not 0 <= value <= 1):
+            raise ParameterError(f"{name} must lie in [0, 1], got {value!r}")
+
+
+def dpsga(utility: Callable[[np.ndarray], np.ndarray], sensitivity: float, genes: Genes,
           epsilon: float, delta: float, rng: np.random.Generator, *,
           generations: int | None = None, population: int = 200, parents: int = 10,
           p_c: float = 0.5, p_m: float | None = None, init: np.ndarray | None = None,
           progress: Callable[[int, int, float], None] | None = None) -> Result:
     """Privately choose a chromosome with high ``utility`` (sensitivity ``sensitivity``)."""
     check_epsilon(epsilon)
-    generations = default_generations(epsilon) if generations is None else check_int(
-        generations, "generations (N_g)", 0)
-    population = check_int(population, "population (N_p)", 2)
-    parents = check_int(parents, "parents (N_s)", 2)
-    if parents > population:
-        raise ParameterError(f"parents (N_s={parents}) cannot exceed the population "
-                             f"(N_p={population})")
-    if not 0 <= p_c <= 1:
-        raise ParameterError(f"p_c must lie in [0, 1], got {p_c!r}")
+    check_settings(generations, population, parents, p_c, p_m)
+    generations = default_generations(epsilon) if generations is None else int(generations)
+    population, parents = int(population), int(parents)
     p_m = 1 / (genes.length + 1) if p_m is None else p_m
-    if not 0 <= p_m <= 1:
-        raise ParameterError(f"p_m must lie in [0, 1], got {p_m!r}")
     n = generations * parents + 1
     eps_s = per_step_epsilon(epsilon, n, delta, "bounded_range")
     pop = genes.random(population, rng)
@@ -130,13 +159,7 @@ def dpsga(utility: Callable[[np.ndarray], np.ndarray], sensitivity: float, genes
         scores = np.asarray(utility(pop), dtype=float)
         history.append(float(scores.max()))
         chosen = pop[exponential_top_k(scores, parents, eps_s, sensitivity, rng)]
-        pairs = -(-(population - parents) // 2)
-        a = rng.integers(parents, size=pairs)  # two distinct parents, uniformly
-        b = (a + rng.integers(1, parents, size=pairs)) % parents
-        x, y = genes.crossover(chosen[a], chosen[b], rng)
-        cross = (rng.random(pairs) < p_c)[:, None]
-        kids = np.concatenate([np.where(cross, x, chosen[a]), np.where(cross, y, chosen[b])])
-        pop = np.concatenate([chosen, genes.mutate(kids, p_m, rng)])[:population]
+        pop = genes.breed(chosen, population - parents, p_c, p_m, rng)
         if progress is not None:
             progress(g + 1, generations, history[-1])
     scores = np.asarray(utility(pop), dtype=float)

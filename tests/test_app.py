@@ -153,6 +153,21 @@ def test_dpselect_runs_from_the_app_and_spends_both_shares(app):
     assert "--set epochs=1.0" in app.code[0].value
 
 
+def test_dpselect_ga_engine_from_the_app(app):
+    app.switch_page(SYNTH).run()
+    app.selectbox[0].set_value("dpselect").run()
+    app.text_input(key="param:dpselect:engine").set_value("ga").run()
+    app.text_input(key="param:dpselect:generations").set_value("3").run()
+    assert any("31 selections per section" in m.value for m in app.markdown)  # the preview
+    assert app.number_input(key="composition-steps:dpselect:31").value == 3 * 10 + 1
+    set_param(app, "dpselect", "epochs", 1.0)
+    run(app)
+    assert not app.exception and not app.error
+    assert float({m.label: m.value for m in app.metric}["ε spent"]) == pytest.approx(1.0)
+    command = app.code[0].value
+    assert "--set 'engine=\"ga\"'" in command and "--set generations=3" in command
+
+
 def test_gsd_runs_from_the_app_with_live_rounds(app):
     app.switch_page(SYNTH).run()
     app.selectbox[0].set_value("gsd").run()
@@ -170,8 +185,9 @@ def test_gsd_runs_from_the_app_with_live_rounds(app):
 def test_composition_explorer_follows_the_steps(app):
     app.switch_page(SYNTH).run()
     app.selectbox[0].set_value("dpselect").run()
-    steps = app.number_input(key="composition-steps:dpselect")
-    assert steps.value == -(-(5 * 5000 // 6) // 5)  # DP-Select's picks per section
+    picks = -(-(5 * 5000 // 6) // 5)  # DP-Select's picks per section
+    steps = app.number_input(key=f"composition-steps:dpselect:{picks}")
+    assert steps.value == picks
 
     def per_step() -> dict:
         frame = app.dataframe[-1].value
@@ -293,3 +309,4 @@ def test_load_a_schema_file_on_the_data_page(app):
     assert any("Loading bad.json failed" in e.value and "not valid JSON" in e.value
                for e in app.error)
     assert "1 column domains are data-derived (region)" in texts(app)  # kept
+

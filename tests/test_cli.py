@@ -90,6 +90,19 @@ def test_run_gsd_with_settings(tmp_path):
     assert record["total_epsilon"] == pytest.approx(1.0)
 
 
+def test_run_dpselect_with_the_ga_engine(tmp_path):
+    table, schema = sample_paths()
+    res = synth("run", table, "--schema", schema, "--method", "dpselect", "--epsilon", 1, "--out",
+                tmp_path / "o.csv", "--ledger", tmp_path / "l.json", "--set", "engine=ga",
+                "--set", "epochs=0.5", "--set", "pool_multiplier=3", "--set", "generations=4",
+                "--set", "population=40", "--quiet")
+    assert res.returncode == 0, res.stderr
+    assert len(pd.read_csv(tmp_path / "o.csv")) == len(pd.read_csv(table))
+    _, select = json.loads((tmp_path / "l.json").read_text())["entries"]
+    assert select["params"]["engine"] == "ga" and select["params"]["generations"] == 4
+    assert select["params"]["selections_per_section"] == 4 * 10 + 1
+
+
 @pytest.mark.parametrize("args, message", [
     (["run", "missing.csv", "--schema", "s.json", "--method", "independent", "--epsilon", 1,
       "--out", "o.csv", "--ledger", "l.json"], "error: no such file: 'missing.csv'"),

@@ -125,8 +125,10 @@ def test_only_numeric_or_only_categorical_columns(sample):
     check_output(fit("dpselect", table[["age"]], one)[0].sample(50), one, 50)
 
 
-@pytest.mark.parametrize("stage", ["gan", "select"])
-def test_cancel_mid_stage_within_a_second(sample, stage):
+@pytest.mark.parametrize(("stage", "engine"), [
+    ("gan", {}), ("select", {}),
+    ("select", {"engine": "ga", "generations": 500, "population": 200, "parents": 4})])
+def test_cancel_mid_stage_within_a_second(sample, stage, engine):
     table, schema = sample
     stop = threading.Event()
     seen = []
@@ -136,7 +138,7 @@ def test_cancel_mid_stage_within_a_second(sample, stage):
             stop.set()
             seen.append(time.monotonic())
 
-    model = make("dpselect", {**SELECT, "epochs": 3, "pool_multiplier": 20})
+    model = make("dpselect", {**SELECT, "epochs": 3, "pool_multiplier": 20, **engine})
     with pytest.raises(Cancelled):
         model.fit(table, schema, Budget(1.0, 1e-5, model.default_shares(schema)),
                   FitContext(seed=0, on_event=on_event, should_stop=stop.is_set))

@@ -11,15 +11,21 @@ private table's (see :mod:`synth.selection`). Corrections to the thesis, after i
 * with S sections the private table and the pool are split into S disjoint parts and each
   section is a separate selection under parallel composition, with the sensitivity of its own
   size, 2/n_s (G6); T candidates are distinct rows not chosen before (G5).
+
+Two engines choose the rows: ``rows`` picks them one at a time (the thesis), ``ga`` chooses a
+section's whole output at once with the DP simple GA (:mod:`synth.selection_ga`), N_g·N_s + 1
+strong selections instead of n_s weak ones.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
+from synth.dpsga import check_settings, default_generations
 from synth.encoding import Discretizer, finalize
 from synth.errors import ParameterError, check_int
 from synth.methods.base import FitContext, NoiseScale, resample
@@ -28,9 +34,11 @@ from synth.privacy.budget import Budget, LedgerEntry
 from synth.privacy.composition import bounded_range, per_step_epsilon
 from synth.schema import Schema
 from synth.selection import DISTANCES, cells, select, top_pairs
+from synth.selection_ga import select_subset
 
 SELECT = "select"
 SELECTION_BINS = 10  # equal-width bins over public bounds for numeric columns (note G4)
+ENGINES = ("rows", "ga")
 
 
 class DPSelect(DPGAN):
@@ -40,10 +48,17 @@ class DPSelect(DPGAN):
     ----------
     gan_share : fraction of the method's budget spent on the DP-GAN (the rest on selection).
     pool_multiplier : pool size as a multiple of the private table's row count.
-    candidates : T, candidates per step (default: ``pool_multiplier``, note G3).
-    sections : S, disjoint sections of the table and the pool (parallel composition).
-    distance : "l1" (default), "l2" or "kolmogorov".
+    candidates : T, candidates per step of the ``rows`` engine (default: ``pool_multiplier``,
+        note G3).
+    sections : S, disjoint sections of the table and the pool (parallel composition); default
+        5 for ``rows`` and 1 for ``ga``, whose cost does not grow with a section's size.
+    distance : "l1" (default), "l2" or "kolmogorov" (the ``ga`` engine: "l1" only).
     marginal_fraction : share of all column pairs used, the top ones by mutual information.
+    engine : "rows" (one exponential-mechanism pick per output row) or "ga" (the DP simple GA
+        chooses a section's whole output).
+    generations, population, parents, p_c, p_m : the ``ga`` engine's N_g (default: the
+        paper's table at the selection ε), N_p, N_s, crossover and per-gene mutation
+        probabilities (p_m default 1/(n_s + 1)).
     The remaining parameters configure the DP-GAN (see :class:`DPGAN`).
     """
 
@@ -55,8 +70,11 @@ class DPSelect(DPGAN):
     share_param = "gan_share"
 
     def __init__(self, gan_share: float = 0.2, pool_multiplier: float = 20,
-                 candidates: int | None = None, sections: int = 5, distance: str = "l1",
-                 marginal_fraction: float = 0.1, epochs: float = 10.0, batch_size: int = 128,
+                 candidates: int | None = None, sections: int | None = None,
+                 distance: str = "l1", marginal_fraction: float = 0.1, engine: str = "rows",
+                 generations: int | None = None, population: int = 200, parents: int = 10,
+                 p_c: float = 0.5, p_m: float | None = None, epochs: float = 10.0,
+                 batch_size: int = 128,
                  components: int = 64, critic_hidden: int = 32, generator_batch: int = 2048,
                  lr_critic: float = 3e-3, lr_generator: float = 1e-2, max_grad_norm: float = 0.1,
                  bins: int = 16, exact_integers: int = 128):
@@ -70,6 +88,12 @@ class DPSelect(DPGAN):
         self.sections = sections
         self.distance = distance
         self.marginal_fraction = marginal_fraction
+        self.engine = engine
+        self.generations = generations
+        self.population = population
+        self.parents = parents
+        self.p_c = p_c
+        self.p_m = p_m
 
     @property
     def stages(self) -> dict[str, float]:  # type: ignore[override]
@@ -83,12 +107,18 @@ class DPSelect(DPGAN):
                 isinstance(self.pool_multiplier, int | float) and self.pool_multiplier >= 1):
             raise ParameterError(f"pool_multiplier must be a number ≥ 1, got "
                                  f"{self.pool_multiplier!r}")
+        if self.engine not in ENGINES:
+            raise ParameterError(f"engine must be one of {ENGINES}, got {self.engine!r}")
         check_int(self._candidates, "candidates (T)")
-        sections = check_int(self.sections, "sections (S)")
+        check_settings(self.generations, self.population, self.parents, self.p_c, self.p_m)
+        sections = check_int(self._sections, "sections (S)")
         if sections > n:
             raise ParameterError(f"sections (S={sections}) cannot exceed the table's {n} rows")
         if self.distance not in DISTANCES:
             raise ParameterError(f"distance must be one of {DISTANCES}, got {self.distance!r}")
+        if self.engine == "ga" and self.distance != "l1":
+            raise ParameterError(f"the ga engine scores outputs by the l1 distance only, got "
+                                 f"distance={self.distance!r}")
         if isinstance(self.marginal_fraction, bool) or not (
                 isinstance(self.marginal_fraction, int | float)
                 and 0 < self.marginal_fraction <= 1):
@@ -99,10 +129,30 @@ class DPSelect(DPGAN):
     def _candidates(self):
         return self.pool_multiplier if self.candidates is None else self.candidates
 
+    @property
+    def _sections(self):
+        return (5 if self.engine == "rows" else 1) if self.sections is None else self.sections
+
+    def selections(self, n: int, epsilon: float) -> int:
+        """How many selections of a section share the selection budget ``epsilon``: one per
+        output row for ``rows``, N_g·N_s + 1 for ``ga``, whatever the section's size."""
+        if self.engine == "ga":
+            return self._generations(epsilon) * int(self.parents) + 1
+        return math.ceil(n / self._sections)
+
     def _preview(self, n: int, schema: Schema, budget: Budget) -> list[NoiseScale]:
         eps, delta = budget.allowance(SELECT)
-        n_s = math.ceil(n / self.sections)
-        eps_step = per_step_epsilon(eps, n_s, delta, "bounded_range")
+        n_s = math.ceil(n / self._sections)
+        if self.engine == "ga":
+            selections = self.selections(n, eps)
+            eps_s = per_step_epsilon(eps, selections, delta, "bounded_range")
+            odds = math.exp(min(eps_s * 0.01 * n_s / 4, 700))
+            return [*super()._preview(n, schema, budget), NoiseScale(
+                SELECT, "DP simple GA: exponential mechanism, bounded-range composition",
+                f"ε per selection = {eps_s:.3g}, sensitivity 2/{n_s:,}",
+                f"{selections:,} selections per section, whatever its size: an output whose "
+                f"weighted L1 distance is 0.01 lower is favoured ×{odds:.3g} at each")]
+        eps_step = per_step_epsilon(eps, self.selections(n, eps), delta, "bounded_range")
 
         def favour(t: int) -> str:  # best/worst odds of the EM between candidates at pick t
             return f"×{math.exp(min(eps_step * n_s / (2 * t), 700)):.3g}"
@@ -113,6 +163,10 @@ class DPSelect(DPGAN):
             f"{n_s:,} picks per section: a candidate that is a whole row better can be favoured "
             f"at most {favour(1)} at the first pick, {favour(100)} at pick 100 and "
             f"{favour(n_s)} at the last, so late picks are close to uniform draws from the pool")]
+
+    def _generations(self, epsilon: float) -> int:
+        return default_generations(epsilon) if self.generations is None else int(
+            self.generations)
 
     def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
         n = len(data)
@@ -127,45 +181,102 @@ class DPSelect(DPGAN):
         coarse = Discretizer(schema, bins=SELECTION_BINS)
         pool_codes, real_codes = coarse.codes(pool), coarse.codes(data)
         marginals, weights = top_pairs(pool_codes, coarse.sizes, self.marginal_fraction)
-        cell_counts = np.array([np.prod(coarse.sizes[list(c)]) for c in marginals])
         self.marginals_ = [tuple(schema.names[c] for c in cols) for cols in marginals]
         self.weights_ = weights
 
-        parts = np.array_split(self.rng_.permutation(n), self.sections)
-        pool_parts = np.array_split(self.rng_.permutation(m), self.sections)
-        eps, delta = self.ledger_.remaining(SELECT)
-        steps = max(len(p) for p in parts)
-        eps_step = per_step_epsilon(eps, steps, delta, "bounded_range")
-        ctx.stage(SELECT, steps, f"{self.sections} sections × {steps:,} exponential-mechanism "
-                                 f"picks, ε per pick {eps_step:.3g}")
+        parts = np.array_split(self.rng_.permutation(n), self._sections)
+        pool_parts = np.array_split(self.rng_.permutation(m), self._sections)
         real_cells = cells(real_codes, coarse.sizes, marginals)
         pool_cells = cells(pool_codes, coarse.sizes, marginals)
+        problem = _Problem([real_cells[p] for p in parts], [pool_cells[p] for p in pool_parts],
+                           [pool_codes[p] for p in pool_parts],
+                           np.array([np.prod(coarse.sizes[list(c)]) for c in marginals]),
+                           marginals, weights, *self.ledger_.remaining(SELECT))
+        choose = self._choose_subsets if self.engine == "ga" else self._choose_rows
+        chosen, self.selection_distance_, entry = choose(problem, ctx)
+        sizes = f"n_s = {min(map(len, parts))}…{max(map(len, parts))}"
+        self.ledger_.spend(replace(
+            entry, stage=SELECT, delta=problem.delta,
+            description=f"{n:,} rows chosen from a pool of {m:,} in {self._sections} "
+                        f"section(s) {entry.description}, over {len(marginals)} marginals",
+            params={**entry.params, "sections": self._sections, "sensitivity": f"2/n_s, {sizes}",
+                    "marginals": [list(c) for c in self.marginals_]}))
+        picked = np.concatenate([p[c] for p, c in zip(pool_parts, chosen, strict=True)])
+        self.synthetic_ = finalize(pool.iloc[picked].reset_index(drop=True), schema)
+
+    def _choose_rows(self, problem: _Problem, ctx: FitContext):
+        """The thesis's engine: one exponential-mechanism pick per output row."""
+        eps, delta = problem.epsilon, problem.delta
+        steps = max(len(r) for r in problem.reals)
+        eps_step = per_step_epsilon(eps, steps, delta, "bounded_range")
+        ctx.stage(SELECT, steps, f"{len(problem.reals)} sections × {steps:,} "
+                                 f"exponential-mechanism picks, ε per pick {eps_step:.3g}")
         trace = select(
-            [real_cells[p] for p in parts], [pool_cells[p] for p in pool_parts], cell_counts,
-            weights, eps_step, int(self._candidates), self.distance, self.rng_,
+            problem.reals, problem.pools, problem.cell_counts, problem.weights, eps_step,
+            int(self._candidates), self.distance, self.rng_,
             progress=lambda t, total, d: ctx.progress(
                 SELECT, t, total, distance=float(np.mean(d)),
                 **{f"distance_{s + 1}": float(x) for s, x in enumerate(d)}),
             every=max(1, steps // 100))
-        self.ledger_.spend(LedgerEntry(
+        return trace.chosen, trace.distance, LedgerEntry(
             stage=SELECT, mechanism="exponential mechanism (Gumbel-max)",
             epsilon=min(eps, bounded_range(eps_step, steps, delta)), delta=delta,
             accounting="bounded-range composition (Dong–Durfee–Rogers 2020) over the picks "
                        "of a section; parallel composition over disjoint sections",
-            description=f"{n:,} rows picked from a pool of {m:,} in {self.sections} sections, "
-                        f"{self.distance} distance over {len(marginals)} marginals",
-            params={"epsilon_per_pick": eps_step, "picks_per_section": steps,
-                    "sections": self.sections, "candidates": int(self._candidates),
-                    "sensitivity": f"2/n_s, n_s = {min(len(p) for p in parts)}…{steps}",
-                    "marginals": [list(c) for c in self.marginals_]}))
-        picked = np.concatenate([p[c] for p, c in zip(pool_parts, trace.chosen, strict=True)])
-        self.selection_distance_ = trace.distance
-        self.synthetic_ = finalize(pool.iloc[picked].reset_index(drop=True), schema)
+            description=f"by one exponential-mechanism pick per row ({self.distance} distance)",
+            params={"engine": "rows", "epsilon_per_pick": eps_step, "picks_per_section": steps,
+                    "candidates": int(self._candidates)})
+
+    def _choose_subsets(self, problem: _Problem, ctx: FitContext):
+        """The GA engine: the DP simple GA chooses each section's whole output."""
+        generations = self._generations(problem.epsilon)
+        sections = len(problem.reals)
+        total = generations * sections
+        ctx.stage(SELECT, total, f"{sections} section(s) × {generations} generations of the DP "
+                                 f"simple GA, population {self.population}")
+        chosen, distance, result = [], [], None
+        for s, (real, pool, values) in enumerate(zip(problem.reals, problem.pools,
+                                                     problem.pool_values, strict=True)):
+            def report(g: int, _total: int, best: float, s: int = s) -> None:
+                ctx.progress(SELECT, s * generations + g, total, distance=-best)
+
+            rows, gap, result = select_subset(
+                real, pool, values, problem.cell_counts, problem.marginals, problem.weights,
+                problem.epsilon, problem.delta, self.rng_, progress=report,
+                generations=generations, population=self.population, parents=self.parents,
+                p_c=self.p_c, p_m=self.p_m)
+            chosen.append(rows)
+            distance.append(gap)
+        return chosen, np.array(distance), LedgerEntry(
+            stage=SELECT, mechanism="exponential mechanism (Gumbel-max) in the DP simple GA",
+            epsilon=min(problem.epsilon, result.epsilon), delta=problem.delta,
+            accounting="bounded-range composition (Dong–Durfee–Rogers 2020) over the "
+                       "N_g·N_s + 1 selections of a section; parallel composition over "
+                       "disjoint sections",
+            description="as whole subsets by the DP simple GA (l1 distance)",
+            params={"engine": "ga", "epsilon_per_selection": result.epsilon_per_selection,
+                    "selections_per_section": result.selections, "generations": generations,
+                    "population": self.population, "parents": self.parents, "p_c": self.p_c,
+                    "p_m": "1/(n_s + 1)" if self.p_m is None else self.p_m})
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         """Rows of the selected table (post-processing)."""
         order = resample(len(self.synthetic_), n, rng)
         return self.synthetic_.iloc[order].reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """One selection: per section the private cells, the pool's cells and codes; the budget."""
+
+    reals: list[np.ndarray]
+    pools: list[np.ndarray]
+    pool_values: list[np.ndarray]
+    cell_counts: np.ndarray
+    marginals: list[tuple[int, ...]]
+    weights: np.ndarray
+    epsilon: float
+    delta: float
 
 
 def _share(value) -> float:
