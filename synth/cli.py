@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shlex
 import sys
 import time
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from synth.data import DEFAULT_MAX_BYTES, read_table
-from synth.errors import Cancelled, SynthError
+from synth.errors import Cancelled, ParameterError, SynthError
 from synth.methods import METHODS, FitContext, Progress, Spent, StageStarted, make, parse_settings
 from synth.privacy.budget import Budget, default_delta, merge_shares
 from synth.protocol import protocol_split
@@ -146,6 +147,32 @@ def cmd_split(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_feasibility(args: argparse.Namespace) -> int:
+    from synth import feasibility as fz  # deferred: the other commands do not need it
+
+    mode = ("manual" if args.Delta is not None else "from ‖f_n‖∞" if args.fn_inf is not None
+            else "distinct rows" if args.distinct else "ideal cube")
+    if args.n is None and mode != "ideal cube":
+        raise ParameterError("--n is required unless Δ = 1 (--ideal, which takes n = 2^p)")
+    log10_n = args.p * fz.LOG10_2 if args.n is None else math.log10(_positive(args.n, "--n"))
+    log10_delta = fz.log10_delta_bound(mode, args.p, log10_n, args.Delta, args.fn_inf)
+    setting = fz.Setting(args.p, args.d, log10_n, args.epsilon, args.delta, args.gamma,
+                         log10_delta, None if args.m is None else math.log10(
+                             _positive(args.m, "--m")), args.k, empty=not args.paper_mode)
+    result = setting.check().to_dict()
+    result["shown"] = {k: fz.show(v) for k, v in result["log10"].items()
+                       if k != "success_probability"}
+    print(json.dumps({"setting": {**vars(setting), "Delta_mode": mode}, **result},
+                     indent=2, default=str, ensure_ascii=False))
+    return 0
+
+
+def _positive(value: float, name: str) -> float:
+    if not (math.isfinite(value) and value > 0):
+        raise ParameterError(f"{name} must be a finite number > 0, got {value!r}")
+    return value
+
+
 def cmd_methods(args: argparse.Namespace) -> int:
     for name, cls in METHODS.items():
         params = ", ".join(f"{k}={v!r}" for k, v in cls.param_defaults().items())
@@ -203,6 +230,28 @@ def build_parser() -> argparse.ArgumentParser:
     split.add_argument("--out-dir", type=Path, required=True)
     data_arg(split)
     split.set_defaults(func=cmd_split)
+
+    fz = sub.add_parser("feasibility", help="private sampling's bounds for a setting (JSON, "
+                                            "log10 values and pass/fail)")
+    fz.add_argument("--p", type=int, required=True, help="dimension of the Boolean cube")
+    fz.add_argument("--d", type=int, default=2, help="degree of the matched marginals")
+    fz.add_argument("--n", type=float, help="rows of the true data (default with --ideal: 2^p)")
+    fz.add_argument("--epsilon", type=float, default=1.0)
+    fz.add_argument("--delta", type=float, default=0.25,
+                    help="accuracy margin δ of Theorem 4.2 (not a DP δ; default 1/4)")
+    fz.add_argument("--gamma", type=float, default=0.125, help="failure parameter γ")
+    mode = fz.add_mutually_exclusive_group()
+    mode.add_argument("--Delta", type=float, help="Δ given by hand")
+    mode.add_argument("--fn-inf", type=float, help="‖f_n‖∞, giving Δ = 2^p‖f_n‖∞")
+    mode.add_argument("--distinct", action="store_true",
+                      help="Δ = max(1, 2^p/n): the best case when every row is distinct")
+    mode.add_argument("--ideal", action="store_true",
+                      help="Δ = 1: every cube point equally often (the default Δ mode)")
+    fz.add_argument("--m", type=float, help="size of the reduced space (default: judge m_lo)")
+    fz.add_argument("--k", type=float, help="samples to release")
+    fz.add_argument("--paper-mode", action="store_true",
+                    help="C(p,≤d) without the empty set, as the paper's eq. (3)")
+    fz.set_defaults(func=cmd_feasibility)
 
     methods = sub.add_parser("methods", help="list the methods and their parameters")
     methods.set_defaults(func=cmd_methods)

@@ -146,3 +146,78 @@ def composition_chart(curves: Mapping[str, Iterable[float]], steps: Iterable[int
                       title=f"ε each of n steps may spend for a total ε = {epsilon:g}, "
                             f"δ = {delta:.2g}")
     return fig
+
+
+# ---- private sampling's bounds (the Feasibility page) ---------------------------------------
+
+
+def k_bound_chart(ps: Iterable[int], curves: Mapping[str, Iterable[float]],
+                  thresholds: Iterable[int] = (1, 100, 1000, 10000)) -> go.Figure:
+    """log₁₀ of the largest private k against p, one line per setting, with k thresholds
+    (the paper's Figure 1 when the curves are the ideal cube's)."""
+    ps = list(ps)
+    fig = go.Figure()
+    for label, values in curves.items():
+        fig.add_scatter(x=ps, y=list(values), name=label, mode="lines")
+    for k in thresholds:
+        fig.add_hline(y=float(np.log10(k)), line_dash="dot", annotation_text=f"k = {k:,}")
+    fig.update_layout(xaxis_title="p (dimension of the cube)",
+                      yaxis_title="log₁₀ of the k Theorem 4.1 allows", height=380,
+                      legend={"orientation": "h", "y": -0.3},
+                      title="Largest private k on the ideal cube (n = 2^p, Δ = 1, m = m_lo)")
+    return fig
+
+
+def m_range_chart(ps: Iterable[int], m_lo: Iterable[float], m_hi: Iterable[float],
+                  here: int | None = None) -> go.Figure:
+    """log₁₀ m_lo and log₁₀ 2^{p/4} (with 2^p for reference) against p; the feasible m lie
+    between them, shaded where the range is not empty."""
+    ps, lo, hi = list(ps), np.asarray(list(m_lo)), np.asarray(list(m_hi))
+    ok = lo <= hi
+    fig = go.Figure()
+    fig.add_scatter(x=ps, y=np.where(ok, hi, None), mode="lines", line={"width": 0},
+                    showlegend=False, hoverinfo="skip")
+    fig.add_scatter(x=ps, y=np.where(ok, lo, None), mode="lines", line={"width": 0},
+                    fill="tonexty", name="feasible m", hoverinfo="skip")
+    fig.add_scatter(x=ps, y=lo, name="m_lo (Theorem 4.2)", mode="lines")
+    fig.add_scatter(x=ps, y=hi, name="2^(p/4) (Theorem 4.2)", mode="lines")
+    fig.add_scatter(x=ps, y=np.asarray(ps) * np.log10(2), name="2^p (the whole cube)",
+                    mode="lines", line={"dash": "dash"})
+    if ok.any():
+        first = ps[int(np.argmax(ok))]
+        fig.add_vline(x=first, line_dash="dot", annotation_text=f"non-empty from p = {first}")
+    if here is not None:
+        fig.add_vline(x=here, line_color="red", annotation_text=f"your p = {here}")
+    fig.update_layout(xaxis_title="p", yaxis_title="log₁₀ m", height=380,
+                      legend={"orientation": "h", "y": -0.3},
+                      title="Where the reduced space's size m may lie")
+    return fig
+
+
+def table2_chart(rows: Mapping[str, Mapping[str, float]]) -> go.Figure:
+    """Per dataset, printed and recomputed log₁₀ k·m^{3/4} and log₁₀ m_lo against log₁₀ 2^{p/4}
+    and log₁₀ 2^p (the paper's Table 2)."""
+    names = list(rows)
+    fig = go.Figure()
+    for key, label in (("printed_k", "k·m^¾ as printed"), ("k", "k·m^¾ recomputed"),
+                       ("printed_m", "m_lo as printed"), ("m_lo", "m_lo recomputed"),
+                       ("m_hi", "2^(p/4)"), ("two_p", "2^p")):
+        fig.add_bar(x=names, y=[rows[n][key] for n in names], name=label)
+    fig.add_hline(y=0, annotation_text="k = 1")
+    fig.update_layout(barmode="group", yaxis_title="log₁₀", height=400,
+                      legend={"orientation": "h", "y": -0.2},
+                      title="Table 2: the paper's datasets (ε = 1, d = 2, δ = 1/4, γ = 1/8)")
+    return fig
+
+
+def k_heatmap(ps: Iterable[int], log10_ns: Iterable[float], grid: np.ndarray) -> go.Figure:
+    """log₁₀ of the largest private k over (p, log₁₀ n), with the k = 1 contour."""
+    ps, ns = list(ps), list(log10_ns)
+    fig = go.Figure(go.Heatmap(x=ps, y=ns, z=grid, colorscale="RdBu", zmid=0,
+                               colorbar={"title": "log₁₀ k"}))
+    fig.add_contour(x=ps, y=ns, z=grid, contours={"start": 0, "end": 0, "coloring": "none",
+                                                  "showlabels": True}, showscale=False,
+                    line={"width": 2, "color": "black"}, name="k = 1")
+    fig.update_layout(xaxis_title="p", yaxis_title="log₁₀ n", height=420,
+                      title="Largest private k (at m = m_lo) over the cube's dimension and n")
+    return fig

@@ -12,6 +12,7 @@ from .conftest import REPO
 APP = str(REPO / "app.py")
 SYNTH = "app_pages/synthesize.py"
 COMPARE = "app_pages/compare.py"
+FEASIBILITY = "app_pages/feasibility.py"
 
 
 @pytest.fixture
@@ -310,3 +311,31 @@ def test_load_a_schema_file_on_the_data_page(app):
                for e in app.error)
     assert "1 column domains are data-derived (region)" in texts(app)  # kept
 
+
+def test_feasibility_page_checks_the_papers_datasets_and_the_ideal_cube(app):
+    app.switch_page(FEASIBILITY).run()
+    assert not app.exception
+    app.selectbox(key="fz:preset").set_value("Adult").run()
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["m_lo"] == "1.5e42" and metrics["k allowed (Thm 4.1)"] == "2.3e-58"
+    assert app.error and app.error[0].value.startswith("Not feasible")
+    frame = app.dataframe[0].value
+    assert set(frame["holds"]) == {"✅", "❌"} and len(frame) >= 7
+    # the ideal cube first meets every condition at p = 119 (d = 2, δ = 1/4, γ = 1/8)
+    app.selectbox(key="fz:preset").set_value("Ideal cube, n = 2^p").run()
+    app.number_input(key="fz:p").set_value(118).run()
+    assert app.error and not app.success
+    app.number_input(key="fz:p").set_value(119).run()
+    assert app.success and not app.error
+    app.text_input[1].set_value("many").run()  # k
+    assert app.error[0].value == "k must be a number > 0, got 'many'"
+    assert not app.exception
+
+
+def test_feasibility_page_profiles_the_current_table_and_warns(app):
+    app.switch_page(FEASIBILITY).run()
+    app.selectbox(key="fz:preset").set_value(
+        "From the current table (reads private data)").run()
+    assert not app.exception
+    assert any("not a DP-safe step" in w.value for w in app.warning)
+    assert app.number_input(key="fz:n").value == 5000

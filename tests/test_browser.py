@@ -172,3 +172,16 @@ def test_a_deep_link_as_first_request_still_runs_the_app(page):
     assert page.title() == "Private synthetic data workbench"
     nav = page.get_by_test_id("stSidebarNav").inner_text()
     assert "Data" in nav and "Synthesize" in nav and "app" not in nav.split()
+
+
+@pytest.mark.parametrize("page", ["/feasibility"], indirect=True)
+def test_feasibility_page_redraws_a_preset_in_the_browser(page):
+    page.get_by_text("Private sampling: can its bounds be met?").wait_for(timeout=30_000)
+    page.get_by_test_id("stSelectbox").first.click()
+    page.get_by_role("option", name="Mushroom").click()
+    page.get_by_text("5.3e72", exact=True).wait_for(timeout=20_000)  # m_lo, Table 2
+    assert page.get_by_text("Not feasible", exact=False).count() >= 1
+    page.get_by_text("Figure 1: k against p").wait_for()
+    assert page.locator(".js-plotly-plot").count() >= 1
+    page.screenshot(path=str(SHOTS / "feasibility.png"), full_page=True)
+    assert "Traceback" not in page.content()
