@@ -25,7 +25,8 @@ if not chosen:
 st.subheader("Summary")
 summary = pd.DataFrame([{
     "run": r.name,
-    "ε spent": r.ledger["total_epsilon"],
+    "ε spent": r.ledger["total_epsilon"],  # empty where the run claims no guarantee
+    "guarantee": r.ledger["guarantee"],
     "δ spent": r.ledger["total_delta"],
     "1-way TVD": r.fidelity.tvd1 if r.fidelity else None,
     "2-way TVD": r.fidelity.tvd2 if r.fidelity else None,

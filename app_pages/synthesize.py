@@ -20,7 +20,7 @@ from synth.plots import (
     ledger_chart,
     progress_chart,
 )
-from synth.privacy.budget import Budget, default_delta, merge_shares
+from synth.privacy.budget import Budget, default_delta, epsilon_text, merge_shares
 from synth.privacy.composition import explore
 from synth.privacy.domains import DOMAIN
 from synth.protocol import protocol_split
@@ -208,7 +208,8 @@ def live() -> None:
     for stage, (step, total, description) in stages.items():
         share = step / total if total else 0.0
         st.progress(min(share, 1.0), text=f"**{stage}** {step:,}/{total or '?'}: {description}")
-    st.caption(f"{job.seconds:.0f} s so far; ε spent: {charged + running:.4g} of {job.epsilon:g}"
+    st.caption(f"{job.seconds:.0f} s so far; ε spent: {epsilon_text(charged + running)} of "
+               f"{job.epsilon:g}"
                + (" — cancelling…" if job.cancelling else ""))
     for stage in stages:
         if any(isinstance(e, Progress) and e.stage == stage and e.metrics for e in events):
@@ -238,7 +239,7 @@ run = runs[-1]
 st.divider()
 st.subheader(f"Release: {run.name}")
 c1, c2, c3, c4 = st.columns(4)
-c1.metric("ε spent", f"{run.ledger['total_epsilon']:.4g}")
+c1.metric("ε spent", epsilon_text(run.ledger["total_epsilon"]))
 c2.metric("δ spent", f"{run.ledger['total_delta']:.2e}")
 c3.metric("rows", f"{len(run.synthetic):,}")
 c4.metric("seconds", f"{run.seconds:.1f}")

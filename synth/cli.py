@@ -25,7 +25,7 @@ from typing import Any
 from synth.data import DEFAULT_MAX_BYTES, read_table
 from synth.errors import Cancelled, ParameterError, SynthError
 from synth.methods import METHODS, FitContext, Progress, Spent, StageStarted, make, parse_settings
-from synth.privacy.budget import Budget, default_delta, merge_shares
+from synth.privacy.budget import Budget, default_delta, epsilon_text, merge_shares
 from synth.protocol import protocol_split
 from synth.schema import Schema, infer_schema
 
@@ -62,8 +62,9 @@ class _Bars:
             self.bar.refresh()
         elif isinstance(event, Spent):
             e = event.entry
-            tqdm.write(f"spent ε={e.epsilon:.4g}, δ={e.delta:.3g} on {e.mechanism} ({e.stage}); "
-                       f"total ε={event.total_epsilon:.4g}", file=sys.stderr)
+            tqdm.write(f"spent ε={epsilon_text(e.epsilon)}, δ={e.delta:.3g} on {e.mechanism} "
+                       f"({e.stage}); total ε={epsilon_text(event.total_epsilon)}",
+                       file=sys.stderr)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -120,7 +121,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                   rows=len(out), seconds=time.perf_counter() - started,
                   command=shlex.join(["python", "-m", "synth", *sys.argv[1:]]))
     _write(args.ledger, lambda p: p.write_text(json.dumps(record, indent=2) + "\n"))
-    print(f"wrote {len(out)} rows to {args.out}; spent ε={record['total_epsilon']:.4g}, "
+    print(f"wrote {len(out)} rows to {args.out}; spent ε={epsilon_text(record['total_epsilon'])}, "
           f"δ={record['total_delta']:.3g} of ε={budget.epsilon:g}, δ={budget.delta:.3g}",
           file=sys.stderr)
     return 0

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from synth.encoding import Discretizer
 from synth.evaluation import FIDELITY_BINS, Fidelity, comparable
 from synth.methods.base import Event, Progress
-from synth.privacy.budget import Budget
+from synth.privacy.budget import Budget, epsilon_text
 from synth.schema import Schema, prepare
 
 REAL = "real (not releasable)"
@@ -72,14 +72,15 @@ def ledger_chart(ledger: Mapping) -> go.Figure:
     budget = ledger["budget"]
     spent: dict[str, float] = {}
     for e in ledger["entries"]:
-        spent[e["stage"]] = spent.get(e["stage"], 0.0) + e["epsilon"]
+        if e["epsilon"] is not None:  # an entry without a guarantee has no finite ε to draw
+            spent[e["stage"]] = spent.get(e["stage"], 0.0) + e["epsilon"]
     fig = go.Figure()
     for stage, eps in spent.items():
         fig.add_bar(name=stage, y=["ε"], x=[eps], orientation="h")
     fig.add_vline(x=budget["epsilon"], line_dash="dash",
                   annotation_text=f"budget ε = {budget['epsilon']:g}")
     fig.update_layout(barmode="stack", height=220, xaxis_title="ε spent",
-                      title=f"Privacy ledger: ε = {ledger['total_epsilon']:.4g}, "
+                      title=f"Privacy ledger: ε = {epsilon_text(ledger['total_epsilon'])}, "
                             f"δ = {ledger['total_delta']:.3g}")
     return fig
 

@@ -339,3 +339,13 @@ def test_feasibility_page_profiles_the_current_table_and_warns(app):
     assert not app.exception
     assert any("not a DP-safe step" in w.value for w in app.warning)
     assert app.number_input(key="fz:n").value == 5000
+
+
+def test_feasibility_page_runs_algorithm_1_on_a_test_cube(app):
+    app.switch_page(FEASIBILITY).run()
+    next(b for b in app.button if b.label == "Run Algorithm 1").click().run()
+    assert not app.exception and not app.error[1:]  # [0] is the verdict on the bounds
+    metrics = {m.label: m.value for m in app.metric}
+    assert float(metrics["marginal error of h*"]) < 1e-6  # p = 8, m = 8·37: λ = 0
+    assert float(metrics["shrinkage λ"]) < 1e-6
+    assert any("no DP claim" in c.value for c in app.caption)

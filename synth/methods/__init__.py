@@ -20,9 +20,10 @@ from synth.methods.dpgan import DPGAN
 from synth.methods.dpselect import DPSelect
 from synth.methods.gsd import GSD
 from synth.methods.independent import IndependentMarginals
+from synth.methods.private_sampling import PrivateSampling
 
 METHODS: dict[str, type[Synthesizer]] = {
-    cls.name: cls for cls in (IndependentMarginals, DPGAN, DPSelect, GSD)}
+    cls.name: cls for cls in (IndependentMarginals, DPGAN, DPSelect, GSD, PrivateSampling)}
 
 SHARE_PREFIX = "share."
 

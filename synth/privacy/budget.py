@@ -16,6 +16,8 @@ from typing import Any
 from synth.errors import BudgetError
 
 ADD_REMOVE = "add/remove one record"
+REPLACE_ONE = "replace one record (the row count is public)"
+NO_GUARANTEE = "no guarantee"
 _TOLERANCE = 1e-9  # relative slack for floating-point sums of shares and entries
 
 
@@ -104,10 +106,13 @@ class LedgerEntry:
     description: str = ""
     neighbouring: str = ADD_REMOVE
     params: Mapping[str, Any] = field(default_factory=dict)
+    guarantee: bool = True  # False: the mechanism ran outside any DP theorem (ε is ∞)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["params"] = dict(self.params)
+        if not self.guarantee:
+            d["epsilon"] = None  # JSON has no ∞: None reads "no finite ε"
         return d
 
 
@@ -121,7 +126,12 @@ class Ledger:
 
     @property
     def total_epsilon(self) -> float:
+        """Σ ε of the entries: ∞ once any entry ran without a guarantee."""
         return math.fsum(e.epsilon for e in self.entries)
+
+    @property
+    def guaranteed(self) -> bool:
+        return all(e.guarantee for e in self.entries)
 
     @property
     def total_delta(self) -> float:
@@ -137,6 +147,10 @@ class Ledger:
         return max(0.0, eps - used_eps), max(0.0, delta - used_delta)
 
     def spend(self, entry: LedgerEntry) -> LedgerEntry:
+        if not entry.guarantee:  # recorded as it is: the run claims no DP at all
+            if entry.epsilon != math.inf:
+                raise BudgetError(f"{entry.mechanism}: an entry without a guarantee has ε = ∞")
+            return self._record(entry)
         if not (entry.epsilon >= 0 and math.isfinite(entry.epsilon)):
             raise BudgetError(f"{entry.mechanism}: epsilon must be finite and ≥ 0, got "
                               f"{entry.epsilon!r}")
@@ -152,6 +166,9 @@ class Ledger:
                 f"δ={entry.delta:.3g} but only ε={eps_left:.4g}, δ={delta_left:.3g} remain "
                 f"in that share; refusing to exceed the budget"
             )
+        return self._record(entry)
+
+    def _record(self, entry: LedgerEntry) -> LedgerEntry:
         self.entries.append(entry)
         if self._on_spend is not None:
             self._on_spend(entry)
@@ -159,7 +176,10 @@ class Ledger:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "total_epsilon": self.total_epsilon,
+            "total_epsilon": self.total_epsilon if self.guaranteed else None,
+            "guarantee": f"({self.total_epsilon:.6g}, {self.total_delta:.3g})-DP"
+            if self.guaranteed else NO_GUARANTEE + ": " + "; ".join(
+                e.accounting for e in self.entries if not e.guarantee),
             "total_delta": self.total_delta,
             "budget": self.budget.to_dict(),
             "neighbouring": ADD_REMOVE,
@@ -172,8 +192,14 @@ class Ledger:
     def from_dict(cls, data: Mapping[str, Any]) -> Ledger:
         ledger = cls(Budget(**data["budget"]))
         for e in data.get("entries", []):
-            ledger.spend(LedgerEntry(**e))
+            ledger.spend(LedgerEntry(**{**e, "epsilon": math.inf if e["epsilon"] is None
+                                        else e["epsilon"]}))
         return ledger
+
+
+def epsilon_text(epsilon: float | None, digits: int = 4) -> str:
+    """ε for people: 'no guarantee' where a run claims none (∞, or None in a ledger file)."""
+    return NO_GUARANTEE if epsilon is None or epsilon == math.inf else f"{epsilon:.{digits}g}"
 
 
 def merge_shares(defaults: Mapping[str, float], given: Mapping[str, float]) -> dict[str, float]:
