@@ -93,6 +93,11 @@ with right:
     m_text = st.text_input("m (optional)", help="empty: judge the best m, m_lo")
     k_text = st.text_input("k (optional)", help="samples you would like to release")
 paper_mode = st.toggle("Paper mode: C(p,≤d) without the empty set (eq. 3's constants)")
+if paper_mode:
+    constants = fz.paper_constants(delta, gamma)
+    st.caption(f"At d = 2 and this δ, γ the paper's constants are {constants['m']:.4g} (m_lo, "
+               f"printed 5.6·10⁴), {constants['k']:.4g} (k, printed 9.7·10⁻³) and "
+               f"{constants['ideal']:.4g} (the ideal cube, printed 2.7·10⁻⁶).")
 
 
 def optional(text: str, name: str) -> float | None:

@@ -319,6 +319,9 @@ def test_feasibility_page_checks_the_papers_datasets_and_the_ideal_cube(app):
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["m_lo"] == "1.5e42" and metrics["k allowed (Thm 4.1)"] == "2.3e-58"
     assert app.error and app.error[0].value.startswith("Not feasible")
+    app.toggle[0].set_value(True).run()  # paper mode: the constants of eq. (3)
+    assert any("5.591e+04" in c.value and "0.009667" in c.value for c in app.caption)
+    assert {m.label: m.value for m in app.metric}["C(p,≤d)"] == "1,953"  # ∅ left out
     frame = app.dataframe[0].value
     assert set(frame["holds"]) == {"✅", "❌"} and len(frame) >= 7
     # the ideal cube first meets every condition at p = 119 (d = 2, δ = 1/4, γ = 1/8)
