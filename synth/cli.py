@@ -174,6 +174,36 @@ def _positive(value: float, name: str) -> float:
     return value
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    import pandas as pd
+    from tqdm import tqdm
+
+    from synth import sweep as sw  # deferred: joblib is only needed here
+
+    table = read_table(args.data, max_bytes=args.max_bytes)
+    schema = Schema.load(args.schema)
+    fixed: dict[str, dict[str, Any]] = {}
+    for item in args.set or []:
+        method, _, setting = item.partition(".")
+        params, _ = parse_settings([setting])
+        fixed.setdefault(method, {}).update(params)
+    values = [parse_settings([f"value={x}"])[0]["value"] for x in args.values or []]
+    jobs = sw.grid(args.methods, args.epsilons, args.seeds, args.param, values,
+                   args.shares or (), fixed)
+    train, test = table, None
+    if schema.target is not None:  # hold out the protocol's test sixth, as the app does
+        first, middle, test = protocol_split(table)
+        train = pd.concat([first, middle], ignore_index=True)
+    delta = args.delta if args.delta is not None else default_delta(len(train))
+    with tqdm(total=len(jobs), desc="sweep", unit="run", file=sys.stderr,
+              disable=args.quiet) as bar:
+        rows = sw.sweep(jobs, train, test, schema, delta, n_jobs=args.jobs,
+                        on_row=lambda done, total, row: bar.update(1))
+    _write(args.out, lambda p: rows.to_csv(p, index=False))
+    print(f"wrote {len(rows)} runs to {args.out}", file=sys.stderr)
+    return 0
+
+
 def cmd_methods(args: argparse.Namespace) -> int:
     for name, cls in METHODS.items():
         params = ", ".join(f"{k}={v!r}" for k, v in cls.param_defaults().items())
@@ -253,6 +283,25 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--paper-mode", action="store_true",
                     help="C(p,≤d) without the empty set, as the paper's eq. (3)")
     fz.set_defaults(func=cmd_feasibility)
+
+    sw = sub.add_parser("sweep", help="many runs over a grid, one CSV row per run")
+    sw.add_argument("data")
+    sw.add_argument("--schema", type=Path, required=True)
+    sw.add_argument("--methods", nargs="+", required=True, choices=sorted(METHODS))
+    sw.add_argument("--epsilons", type=float, nargs="+", required=True)
+    sw.add_argument("--seeds", type=int, default=3)
+    sw.add_argument("--param", help="a method parameter to sweep (methods without it ignore it)")
+    sw.add_argument("--values", nargs="+", help="the swept parameter's values")
+    sw.add_argument("--shares", type=float, nargs="+",
+                    help="values of each method's own budget split (e.g. DP-Select's gan_share)")
+    sw.add_argument("--set", action="append", metavar="METHOD.KEY=VALUE",
+                    help="a parameter held fixed for one method")
+    sw.add_argument("--delta", type=float, help="default 1/n^1.1 for n rows")
+    sw.add_argument("--jobs", type=int, default=-1, help="parallel runs (default: every core)")
+    sw.add_argument("--out", type=Path, required=True)
+    sw.add_argument("--quiet", action="store_true", help="no progress bar")
+    data_arg(sw)
+    sw.set_defaults(func=cmd_sweep)
 
     methods = sub.add_parser("methods", help="list the methods and their parameters")
     methods.set_defaults(func=cmd_methods)

@@ -103,6 +103,17 @@ def test_run_dpselect_with_the_ga_engine(tmp_path):
     assert select["params"]["selections_per_section"] == 4 * 10 + 1
 
 
+def test_sweep_writes_one_row_per_run(tmp_path):
+    table, schema = sample_paths()
+    res = synth("sweep", table, "--schema", schema, "--methods", "independent", "--epsilons",
+                "0.5", "2", "--seeds", "2", "--param", "bins", "--values", "4", "16", "--jobs",
+                "2", "--out", tmp_path / "sweep.csv", "--quiet")
+    assert res.returncode == 0, res.stderr
+    rows = pd.read_csv(tmp_path / "sweep.csv")
+    assert len(rows) == 8 and set(rows["value"]) == {4, 16} and set(rows["seed"]) == {0, 1}
+    assert rows["accuracy"].notna().all()  # the sample's schema has a target: held-out test
+
+
 @pytest.mark.parametrize("args, message", [
     (["run", "missing.csv", "--schema", "s.json", "--method", "independent", "--epsilon", 1,
       "--out", "o.csv", "--ledger", "l.json"], "error: no such file: 'missing.csv'"),

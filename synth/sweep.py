@@ -1,0 +1,117 @@
+"""Sweeps: many runs over a grid of ε, budget splits, methods and one method parameter, with
+several seeds, as one tidy table.
+
+A sweep is a list of :class:`Job`s, each fully determined by its fields (its seed included), so
+the same grid gives the same table whatever order or machine the runs take. Runs go through
+joblib: every local core by default, or any joblib backend the caller configures (a Dask
+cluster through ``joblib.parallel_config(backend="dask")``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from synth.errors import ParameterError
+from synth.schema import Schema
+
+COLUMNS = ("method", "epsilon", "seed", "param", "value", "share", "ledger_epsilon",
+           "ledger_delta", "accuracy", "logistic_accuracy", "tvd1", "tvd2", "seconds")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run of a sweep: a method at (ε, δ) with one parameter set and one seed."""
+
+    method: str
+    epsilon: float
+    seed: int
+    params: Mapping[str, Any] = field(default_factory=dict)
+    share: float | None = None  # the method's own split (its ``share_param``), if swept
+    param: str | None = None  # the swept parameter, if any (its value is in ``params``)
+
+
+def grid(methods: Sequence[str], epsilons: Iterable[float], seeds: int = 3,
+         param: str | None = None, values: Iterable[Any] = (),
+         shares: Iterable[float] = (), fixed: Mapping[str, Mapping[str, Any]] | None = None
+         ) -> list[Job]:
+    """Every (method, ε, share, value, seed), seeds 0…seeds−1 (the swept parameter and the
+    shares apply to the methods that have them); ``fixed``: per method, parameters held fixed."""
+    from synth.methods import METHODS
+
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ParameterError(f"unknown method {unknown[0]!r}; choose from {sorted(METHODS)}")
+    epsilons, values, shares = list(epsilons), list(values), list(shares)
+    if not methods or not epsilons or seeds < 1:
+        raise ParameterError("a sweep needs at least one method, one ε and one seed")
+    if param is not None and not values:
+        raise ParameterError(f"give the values of the swept parameter {param!r}")
+    jobs = []
+    for method in methods:
+        cls = METHODS[method]
+        mine = values if param in cls.param_defaults() else [None]
+        splits = shares if shares and cls.share_param else [None]
+        for eps, share, value, seed in itertools.product(epsilons, splits, mine, range(seeds)):
+            params = dict((fixed or {}).get(method, {}))
+            if value is not None:
+                params[param] = value
+            if share is not None:
+                params[cls.share_param] = share
+            jobs.append(Job(method, float(eps), seed, params, share,
+                            param if value is not None else None))
+    return jobs
+
+
+def run_job(job: Job, train: pd.DataFrame, test: pd.DataFrame | None, schema: Schema,
+            delta: float) -> dict[str, Any]:
+    """Fit, sample and measure one job (runs in a worker: imports stay inside)."""
+    from synth.evaluation import marginal_tvd, utility
+    from synth.methods import FitContext, make
+    from synth.privacy.budget import Budget
+
+    started = time.perf_counter()
+    model = make(job.method, job.params)
+    model.fit(train, schema, Budget(job.epsilon, delta, model.default_shares(schema)),
+              FitContext(seed=job.seed))
+    synthetic = model.sample(seed=job.seed)
+    fidelity = marginal_tvd(train, synthetic, schema)
+    scores = utility(test, synthetic, schema, real_train=train) if (
+        test is not None and schema.target is not None) else {}
+    ledger = model.ledger_.to_dict()
+    return {"method": job.method, "epsilon": job.epsilon, "seed": job.seed,
+            "param": job.param, "value": job.params.get(job.param) if job.param else None,
+            "share": job.share, "ledger_epsilon": ledger["total_epsilon"],
+            "ledger_delta": ledger["total_delta"], "accuracy": scores.get("accuracy"),
+            "logistic_accuracy": scores.get("logistic_accuracy"), "tvd1": fidelity.tvd1,
+            "tvd2": fidelity.tvd2, "seconds": time.perf_counter() - started}
+
+
+def sweep(jobs: Sequence[Job], train: pd.DataFrame, test: pd.DataFrame | None, schema: Schema,
+          delta: float, n_jobs: int = -1,
+          on_row: Callable[[int, int, dict[str, Any]], None] | None = None,
+          should_stop: Callable[[], bool] | None = None) -> pd.DataFrame:
+    """Run every job (``n_jobs`` joblib workers; -1: every core) and return one row per
+    finished job, in job order. ``on_row(done, total, row)`` sees each row as it finishes;
+    when ``should_stop()`` turns true the runs not yet finished are abandoned and the finished
+    rows are returned."""
+    from joblib import Parallel, delayed
+
+    tasks = (delayed(_indexed)(i, job, train, test, schema, delta) for i, job in enumerate(jobs))
+    rows: dict[int, dict[str, Any]] = {}
+    for i, row in Parallel(n_jobs=n_jobs, return_as="generator_unordered")(tasks):
+        rows[i] = row
+        if on_row is not None:
+            on_row(len(rows), len(jobs), row)
+        if should_stop is not None and should_stop():
+            break
+    return pd.DataFrame([rows[i] for i in sorted(rows)], columns=list(COLUMNS))
+
+
+def _indexed(i: int, job: Job, *args) -> tuple[int, dict[str, Any]]:
+    return i, run_job(job, *args)
