@@ -204,6 +204,29 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from synth import report  # deferred: plotly's bundle is only needed here
+
+    source = Path(args.source)
+    if source.suffix == ".csv":  # our own sweep table: plain numbers, no schema needed
+        import pandas as pd
+
+        page = report.sweep_report(pd.read_csv(source))
+    else:
+        record = json.loads(source.read_text())
+        synthetic = real = schema = None
+        if args.real is not None:
+            if args.synthetic is None:
+                raise ParameterError("--real needs --synthetic: the table to compare it with")
+            schema = Schema.from_dict(record["schema"])
+            synthetic = read_table(args.synthetic, max_bytes=args.max_bytes)
+            real = read_table(args.real, max_bytes=args.max_bytes)
+        page = report.run_report(record, synthetic, real, schema)
+    _write(args.out, lambda p: p.write_text(page))
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
 def cmd_methods(args: argparse.Namespace) -> int:
     for name, cls in METHODS.items():
         params = ", ".join(f"{k}={v!r}" for k, v in cls.param_defaults().items())
@@ -302,6 +325,15 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
     data_arg(sw)
     sw.set_defaults(func=cmd_sweep)
+
+    rep = sub.add_parser("report", help="a self-contained HTML report of a run or a sweep")
+    rep.add_argument("source", help="a run's ledger (.json, from run --ledger) or a sweep's "
+                                    "table (.csv, from sweep --out)")
+    rep.add_argument("--synthetic", help="the run's synthetic table, to compare with --real")
+    rep.add_argument("--real", help="the real table: adds comparisons that are not releasable")
+    rep.add_argument("--out", type=Path, required=True)
+    data_arg(rep)
+    rep.set_defaults(func=cmd_report)
 
     methods = sub.add_parser("methods", help="list the methods and their parameters")
     methods.set_defaults(func=cmd_methods)

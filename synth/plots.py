@@ -222,3 +222,25 @@ def k_heatmap(ps: Iterable[int], log10_ns: Iterable[float], grid: np.ndarray) ->
     fig.update_layout(xaxis_title="p", yaxis_title="log₁₀ n", height=420,
                       title="Largest private k (at m = m_lo) over the cube's dimension and n")
     return fig
+
+
+# ---- sweeps ----------------------------------------------------------------------------------
+
+
+def sweep_chart(rows: pd.DataFrame, metric: str, label: str) -> go.Figure:
+    """A metric against ε, one line per method (and swept value): median with its min–max over
+    seeds as error bars."""
+    fig = go.Figure()
+    keys = ["method", "value"] if rows["value"].notna().any() else ["method"]
+    for key, group in rows.dropna(subset=[metric]).groupby(keys, dropna=False):
+        stats = group.groupby("epsilon")[metric].agg(["median", "min", "max"]).reset_index()
+        name = " ".join(str(k) for k in (key if isinstance(key, tuple) else (key,))
+                        if not pd.isna(k))
+        fig.add_scatter(x=stats["epsilon"], y=stats["median"], name=name, mode="lines+markers",
+                        error_y={"type": "data", "symmetric": False,
+                                 "array": stats["max"] - stats["median"],
+                                 "arrayminus": stats["median"] - stats["min"]})
+    fig.update_layout(xaxis={"type": "log", "title": "ε"}, yaxis_title=label, height=380,
+                      title=f"{label} against ε (median, min–max over seeds; "
+                            f"{_NOT_RELEASABLE})")
+    return fig

@@ -1,0 +1,112 @@
+"""Self-contained HTML reports of a run or a sweep: figures (Plotly, embedded), parameters,
+ledger, environment and timing, with the parts that used the real data marked as such."""
+
+from __future__ import annotations
+
+import html
+import json
+import platform
+from collections.abc import Mapping
+from importlib import metadata
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from synth.plots import ledger_chart, marginal_chart, sweep_chart, tvd_heatmap
+from synth.privacy.budget import epsilon_text
+from synth.schema import Schema
+
+REAL_DATA = ("Uses the real data: for the data steward's eyes, not part of the release. "
+             "Leave this section out before sharing the report.")
+PACKAGES = ("numpy", "pandas", "scikit-learn", "scipy", "torch", "opacus", "plotly",
+            "streamlit")
+
+
+def run_report(record: Mapping[str, Any], synthetic: pd.DataFrame | None = None,
+               real: pd.DataFrame | None = None, schema: Schema | None = None) -> str:
+    """A run's ledger file (as ``synth run --ledger`` writes it), with comparisons against the
+    real table when one is given."""
+    released = [_figure(ledger_chart(record))]
+    title = f"Run report: {record.get('method', 'a run')}"
+    body = [_h(title, 1), _p(f"Privacy: {record.get('guarantee') or _guarantee(record)}."),
+            _h("Releasable: parameters, ledger, timing", 2), *released,
+            _table({"method": record.get("method"), "seed": record.get("seed"),
+                    "rows": record.get("rows"), "seconds": record.get("seconds"),
+                    "command": record.get("command")}),
+            _h("Parameters", 3), _pre(record.get("params", {})),
+            _h("Ledger", 3), _pre({k: v for k, v in record.items() if k not in (
+                "schema", "params", "command")})]
+    if real is not None and synthetic is not None and schema is not None:
+        from synth.evaluation import marginal_tvd
+
+        body += [_h("Real against synthetic", 2), _p(REAL_DATA),
+                 _figure(tvd_heatmap(marginal_tvd(real, synthetic, schema)))]
+        body += [_figure(marginal_chart(real, {"synthetic": synthetic}, schema, c))
+                 for c in schema.names[:6]]
+    return _page(title, body)
+
+
+def sweep_report(rows: pd.DataFrame) -> str:
+    """A sweep's table (as ``synth sweep`` writes it): metrics against ε, and every run."""
+    title = f"Sweep report: {len(rows)} runs of {', '.join(sorted(set(rows['method'])))}"
+    body = [_h(title, 1), _p(REAL_DATA + " (every figure here measures synthetic tables "
+                             "against the real one).")]
+    for metric, label in (("accuracy", "tree accuracy (real test)"),
+                          ("logistic_accuracy", "logistic accuracy (real test)"),
+                          ("tvd1", "1-way TVD"), ("tvd2", "2-way TVD")):
+        if rows[metric].notna().any():
+            body.append(_figure(sweep_chart(rows, metric, label)))
+    body += [_h("Runs", 2), rows.to_html(index=False, float_format=lambda v: f"{v:.4g}")]
+    return _page(title, body)
+
+
+def environment() -> dict[str, str]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return {"python": platform.python_version(), "platform": platform.platform(), **versions}
+
+
+def _guarantee(record: Mapping[str, Any]) -> str:
+    return f"ε = {epsilon_text(record.get('total_epsilon'))}, δ = {record.get('total_delta')}"
+
+
+def _page(title: str, body: list[str]) -> str:
+    body += [_h("Environment", 2), _table(environment())]
+    return ("<!doctype html><html><head><meta charset='utf-8'>"
+            f"<title>{html.escape(title)}</title><script>{_plotly_js()}</script>"
+            "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}"
+            "pre{background:#f6f6f6;padding:8px;overflow:auto}td,th{padding:2px 8px}</style>"
+            "</head><body>" + "\n".join(body) + "</body></html>")
+
+
+def _plotly_js() -> str:
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def _figure(fig: go.Figure) -> str:
+    return fig.to_html(full_html=False, include_plotlyjs=False)
+
+
+def _h(text: str, level: int) -> str:
+    return f"<h{level}>{html.escape(text)}</h{level}>"
+
+
+def _p(text: str) -> str:
+    return f"<p>{html.escape(text)}</p>"
+
+
+def _pre(value: Any) -> str:
+    return f"<pre>{html.escape(json.dumps(value, indent=2, default=str, ensure_ascii=False))}</pre>"
+
+
+def _table(values: Mapping[str, Any]) -> str:
+    rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>"
+                   for k, v in values.items())
+    return f"<table>{rows}</table>"

@@ -1,0 +1,82 @@
+"""HTML reports of a run and of a sweep: figures, ledger, environment, the real-data label;
+and the report opened in a real headless Chromium."""
+
+import html
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from synth.data import sample_paths
+from synth.report import REAL_DATA
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def synth(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "synth", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    table, schema = sample_paths()
+    assert synth("run", table, "--schema", schema, "--method", "independent", "--epsilon", 1,
+                 "--out", "o.csv", "--ledger", "l.json", "--quiet", cwd=out).returncode == 0
+    assert synth("report", "l.json", "--out", "plain.html", cwd=out).returncode == 0
+    res = synth("report", "l.json", "--synthetic", "o.csv", "--real", table, "--out",
+                "full.html", cwd=out)
+    assert res.returncode == 0, res.stderr
+    assert synth("sweep", table, "--schema", schema, "--methods", "independent", "--epsilons",
+                 "0.5", "2", "--seeds", "2", "--jobs", "1", "--out", "sweep.csv", "--quiet",
+                 cwd=out).returncode == 0
+    assert synth("report", "sweep.csv", "--out", "sweep.html", cwd=out).returncode == 0
+    return out
+
+
+def test_run_report_has_the_ledger_figures_and_environment(reports):
+    plain = (reports / "plain.html").read_text()
+    full = (reports / "full.html").read_text()
+    ledger = json.loads((reports / "l.json").read_text())
+    assert "Privacy ledger" in plain and "(1, " in ledger["guarantee"]
+    assert ledger["entries"][0]["mechanism"] in plain and "scikit-learn" in plain
+    label = html.escape(REAL_DATA)
+    assert label not in plain  # nothing from the real table without --real
+    assert label in full and full.count("plotly-graph-div") > plain.count("plotly-graph-div")
+    assert "<script>" in plain and "<script src=" not in plain  # self-contained
+
+
+def test_sweep_report_charts_every_metric_and_lists_the_runs(reports):
+    page = (reports / "sweep.html").read_text()
+    rows = pd.read_csv(reports / "sweep.csv")
+    assert page.count("plotly-graph-div") >= 4 and len(rows) == 4
+    assert "2-way TVD against" in page and page.count("<tr>") >= len(rows) + 1
+
+
+def test_report_needs_the_synthetic_table_to_compare(tmp_path, reports):
+    res = synth("report", reports / "l.json", "--real", "x.csv", "--out", "r.html",
+                cwd=tmp_path)
+    assert res.returncode == 2 and "--real needs --synthetic" in res.stderr
+
+
+@pytest.mark.browser
+def test_report_opens_in_the_browser(reports):
+    playwright = pytest.importorskip("playwright.sync_api")
+    assert Path(CHROMIUM).exists()
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM,
+                                    args=["--headless=new", "--no-sandbox", "--disable-gpu"])
+        page = browser.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((reports / "full.html").as_uri())
+        page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+        assert page.locator(".js-plotly-plot").count() >= 3
+        assert page.get_by_text("Real against synthetic").count() == 1
+        browser.close()
+    assert not errors, errors
