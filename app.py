@@ -13,5 +13,6 @@ st.navigation([
     st.Page("app_pages/data.py", title="Data", icon="📋", default=True),
     st.Page("app_pages/synthesize.py", title="Synthesize", icon="⚙️"),
     st.Page("app_pages/compare.py", title="Compare", icon="📊"),
+    st.Page("app_pages/tradeoffs.py", title="Trade-offs", icon="⚖️"),
     st.Page("app_pages/feasibility.py", title="Feasibility", icon="🧮"),
 ]).run()

@@ -244,3 +244,31 @@ def sweep_chart(rows: pd.DataFrame, metric: str, label: str) -> go.Figure:
                       title=f"{label} against ε (median, min–max over seeds; "
                             f"{_NOT_RELEASABLE})")
     return fig
+
+
+def pareto_chart(rows: pd.DataFrame, metric: str) -> go.Figure:
+    """Privacy spent against a metric's median over seeds, per method and setting; the front
+    joins the settings no other beats on both (less ε and a better metric)."""
+    higher = metric in ("accuracy", "logistic_accuracy")
+    keys = ["method", "epsilon", "value", "share"]
+    points = rows.dropna(subset=[metric]).groupby(keys, dropna=False)[metric].median()
+    points = points.reset_index()
+    points["label"] = points.apply(lambda r: " ".join(
+        str(r[k]) for k in ("method", "value", "share") if not pd.isna(r[k])), axis=1)
+    fig = go.Figure()
+    for label, group in points.groupby("label"):
+        fig.add_scatter(x=group["epsilon"], y=group[metric], name=label, mode="markers")
+    best = points.sort_values(["epsilon", metric], ascending=[True, not higher])
+    front, record = [], None
+    for _, r in best.iterrows():
+        if record is None or (r[metric] > record if higher else r[metric] < record):
+            front.append(r)
+            record = r[metric]
+    if front:
+        frame = pd.DataFrame(front)
+        fig.add_scatter(x=frame["epsilon"], y=frame[metric], name="Pareto front",
+                        mode="lines", line={"dash": "dash", "color": "black"})
+    fig.update_layout(xaxis={"type": "log", "title": "ε spent"}, yaxis_title=metric,
+                      height=400, title=f"Privacy against {metric}: the Pareto front "
+                                        f"({_NOT_RELEASABLE})")
+    return fig

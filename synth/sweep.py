@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -104,12 +105,14 @@ def sweep(jobs: Sequence[Job], train: pd.DataFrame, test: pd.DataFrame | None, s
 
     tasks = (delayed(_indexed)(i, job, train, test, schema, delta) for i, job in enumerate(jobs))
     rows: dict[int, dict[str, Any]] = {}
-    for i, row in Parallel(n_jobs=n_jobs, return_as="generator_unordered")(tasks):
-        rows[i] = row
-        if on_row is not None:
-            on_row(len(rows), len(jobs), row)
-        if should_stop is not None and should_stop():
-            break
+    with warnings.catch_warnings():  # a stop abandons runs on purpose: no need to warn
+        warnings.filterwarnings("ignore", message=".*tasks which were still being processed")
+        for i, row in Parallel(n_jobs=n_jobs, return_as="generator_unordered")(tasks):
+            rows[i] = row
+            if on_row is not None:
+                on_row(len(rows), len(jobs), row)
+            if should_stop is not None and should_stop():
+                break
     return pd.DataFrame([rows[i] for i in sorted(rows)], columns=list(COLUMNS))
 
 

@@ -33,10 +33,11 @@ def run_button(at):
     return next(b for b in at.button if b.label == "Run")
 
 
-def finish(at, timeout: float = 300):
-    """Rerun the page until the background run has ended (as the live fragment would)."""
+def finish(at, timeout: float = 300, key: str = "job"):
+    """Rerun the page until the background run (or sweep) has ended, as the live fragment
+    would."""
     deadline = time.monotonic() + timeout
-    while "job" in at.session_state:
+    while key in at.session_state:
         assert time.monotonic() < deadline, "the run did not finish in time"
         time.sleep(0.2)
         at.run()
@@ -352,3 +353,41 @@ def test_feasibility_page_runs_algorithm_1_on_a_test_cube(app):
     assert float(metrics["marginal error of h*"]) < 1e-6  # p = 8, m = 8·37: λ = 0
     assert float(metrics["shrinkage λ"]) < 1e-6
     assert any("no DP claim" in c.value for c in app.caption)
+
+
+TRADEOFFS = "app_pages/tradeoffs.py"
+
+
+def test_tradeoffs_page_runs_a_sweep_and_keeps_it(app):
+    app.switch_page(TRADEOFFS).run()
+    assert not app.exception and any("No sweep yet" in i.value for i in app.info)
+    app.multiselect[0].set_value(["independent"]).run()
+    app.multiselect[1].set_value([0.5, 2.0]).run()
+    app.number_input[0].set_value(1).run()
+    next(b for b in app.button if b.label == "Run the sweep").click().run()
+    finish(app, 240, "sweep_job")
+    assert not app.exception and not app.error
+    assert any(s.value == "2 runs" for s in app.subheader)
+    assert len(app.get("plotly_chart")) >= 2
+    frame = app.dataframe[-1].value
+    assert sorted(frame["epsilon"]) == [0.5, 2.0] and frame["accuracy"].notna().all()
+    app.switch_page(SYNTH).run()
+    app.switch_page(TRADEOFFS).run()  # cached for the session: back at once, nothing reruns
+    assert any(s.value == "2 runs" for s in app.subheader) and "sweep_job" not in app.session_state
+
+
+def test_a_cancelled_sweep_keeps_its_finished_runs(app):
+    app.switch_page(TRADEOFFS).run()
+    app.multiselect[0].set_value(["independent"]).run()
+    app.multiselect[1].set_value([0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]).run()
+    next(b for b in app.button if b.label == "Run the sweep").click().run()
+    deadline = time.monotonic() + 120
+    while not app.session_state["sweep_job"].rows:  # wait for the first finished run
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    app.session_state["sweep_job"].cancel()  # what the Cancel button does
+    finish(app, 240, "sweep_job")
+    assert not app.exception
+    assert any("The sweep was stopped" in w.value for w in app.warning)
+    kept = app.dataframe[-1].value
+    assert 1 <= len(kept) < 24

@@ -1,0 +1,149 @@
+"""Trade-offs: how much privacy to spend and which method to trust, from a sweep of runs.
+
+A sweep (synth.sweep) runs a grid of methods × ε × one setting × seeds in the background, on
+every core; finished runs appear as they come, a cancelled sweep keeps them, and a finished
+sweep is cached for the session, so coming back shows it at once.
+"""
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from synth.errors import SynthError
+from synth.methods import METHODS
+from synth.plots import pareto_chart, sweep_chart
+from synth.protocol import protocol_split
+from synth.sweep import grid, sweep
+from ui import layout, runner
+
+REFRESH = 0.5
+DEMO = {"dpgan": {"epochs": 2}, "dpselect": {"epochs": 2, "pool_multiplier": 5},
+        "gsd": {"rounds": 3, "max_generations": 2000}}  # settings for a quick look
+PRESETS = {
+    "Accuracy vs ε for all methods": {"methods": ["independent", "dpgan", "dpselect", "gsd"],
+                                      "epsilons": [0.5, 1.0, 2.0, 4.0, 8.0]},
+    "GAN share for DP-Select": {"methods": ["dpselect"], "epsilons": [1.0, 4.0],
+                                "shares": [0.1, 0.2, 0.4, 0.6]},
+    "Pool size (DP-Select)": {"methods": ["dpselect"], "epsilons": [1.0, 4.0],
+                              "param": "pool_multiplier", "values": [2, 5, 10, 20]},
+    "Sections (DP-Select)": {"methods": ["dpselect"], "epsilons": [1.0, 4.0],
+                             "param": "sections", "values": [1, 5, 25]},
+}
+EPSILONS = [0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
+
+ds = layout.sidebar()
+st.title("Trade-offs")
+st.caption("One run answers neither how much privacy to spend nor which method to trust; a "
+           "sweep does. Every figure here compares synthetic tables with the real one: for "
+           "your eyes, not part of a release.")
+preset = PRESETS[st.selectbox("Preset", list(PRESETS))]
+methods = st.multiselect("Methods", [m for m in METHODS if m != "private_sampling"],
+                         default=preset["methods"], key=f"sw:methods:{preset['methods']}")
+epsilons = st.multiselect("ε values", EPSILONS, default=preset["epsilons"],
+                          key=f"sw:eps:{preset['epsilons']}")
+left, right = st.columns(2)
+seeds = int(left.number_input("Seeds", 1, 10, 3))
+demo = right.toggle("Demo settings (fewer epochs and rounds)", value=True)
+param, values, shares = preset.get("param"), preset.get("values", []), preset.get("shares", [])
+if param:
+    st.caption(f"Sweeping {param} over {values}.")
+if shares:
+    st.caption(f"Sweeping the GAN share over {shares}.")
+
+
+def split(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    if ds.schema.target is None:
+        return table, None
+    train, val, test = protocol_split(table)
+    return pd.concat([train, val], ignore_index=True), test
+
+
+sweeps: dict[str, pd.DataFrame] = st.session_state.setdefault("sweeps", {})
+key = json.dumps([ds.name, len(ds.table), methods, epsilons, seeds, demo, param, values,
+                  shares], default=str)
+job: runner.Job | None = st.session_state.get("sweep_job")
+if job is not None and job.status != runner.RUNNING:  # collect a finished sweep
+    del st.session_state["sweep_job"]
+    if job.status == runner.DONE:
+        table, total = job.result
+        sweeps[job.key] = table
+        if len(table) < total:
+            st.warning(f"The sweep was stopped: {len(table)} of {total} runs finished; they are "
+                       "kept below.")
+    else:
+        st.error(f"The sweep failed: {job.error}. Earlier sweeps are kept.")
+    job = None
+
+if st.button("Run the sweep", type="primary", disabled=job is not None or not methods
+             or not epsilons):
+    try:
+        jobs = grid(methods, epsilons, seeds, param, values, shares, DEMO if demo else None)
+    except SynthError as exc:  # a bad grid is the user's to fix: say so, keep the page
+        st.error(f"Could not build the sweep: {exc}")
+    else:
+        train, test = split(ds.table)
+        rows: list[dict] = []
+
+        def work(ctx):
+            table = sweep(jobs, train, test, ds.schema, 1 / len(train) ** 1.1,
+                          on_row=lambda done, total, row: rows.append(row),
+                          should_stop=ctx.should_stop)
+            return table, len(jobs)
+
+        job = runner.Job(f"sweep of {len(jobs)} runs", 0, max(epsilons)).start(work)
+        job.rows, job.total, job.key = rows, len(jobs), key
+        st.session_state["sweep_job"] = job
+
+
+@st.fragment(run_every=REFRESH)
+def live() -> None:
+    """Runs done and the rows so far, a few times a second."""
+    current = st.session_state.get("sweep_job")
+    if current is None:
+        return
+    if current.status != runner.RUNNING:
+        st.rerun(scope="app")
+    st.progress(len(current.rows) / current.total,
+                text=f"{len(current.rows)} of {current.total} runs done "
+                     f"({current.seconds:.0f} s)" + (" — stopping…" if current.cancelling
+                                                     else ""))
+    if current.rows:
+        st.dataframe(pd.DataFrame(current.rows), hide_index=True)
+    if st.button("Cancel the sweep", disabled=current.cancelling):
+        current.cancel()
+
+
+live()
+
+result = sweeps.get(key) if key in sweeps else (list(sweeps.values())[-1] if sweeps else None)
+if result is None:
+    st.info("No sweep yet: choose a preset and press Run the sweep.")
+    st.stop()
+if key not in sweeps:
+    st.caption("Showing the last sweep; its grid differs from the one chosen above.")
+st.subheader(f"{len(result)} runs")
+majority = None
+if ds.schema.target is not None:
+    majority = float(split(ds.table)[1][ds.schema.target].value_counts(normalize=True).max())
+tabs = st.tabs(["Utility", "Fidelity", "Pareto front", "Runs"])
+with tabs[0]:
+    if result["accuracy"].notna().any():
+        fig = sweep_chart(result, "accuracy", "tree accuracy (real test)")
+        if majority is not None:
+            fig.add_hline(y=majority, line_dash="dot",
+                          annotation_text=f"majority class {majority:.3f}")
+        st.plotly_chart(fig, width="stretch", key="sw-acc")
+        st.plotly_chart(sweep_chart(result, "logistic_accuracy", "logistic accuracy"),
+                        width="stretch", key="sw-log")
+    else:
+        st.info("This table has no target column: see fidelity.")
+with tabs[1]:
+    st.plotly_chart(sweep_chart(result, "tvd2", "2-way TVD"), width="stretch", key="sw-tvd2")
+    st.plotly_chart(sweep_chart(result, "tvd1", "1-way TVD"), width="stretch", key="sw-tvd1")
+with tabs[2]:
+    metric = "accuracy" if result["accuracy"].notna().any() else "tvd2"
+    st.plotly_chart(pareto_chart(result, metric), width="stretch", key="sw-pareto")
+with tabs[3]:
+    st.dataframe(result, hide_index=True)
+    st.download_button("Sweep table (CSV)", result.to_csv(index=False), "sweep.csv")
