@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from synth.errors import SynthError
+from synth.evaluation import tree_utility
 from synth.methods import METHODS
 from synth.plots import pareto_chart, sweep_chart
 from synth.protocol import protocol_split
@@ -123,9 +124,14 @@ if result is None:
 if key not in sweeps:
     st.caption("Showing the last sweep; its grid differs from the one chosen above.")
 st.subheader(f"{len(result)} runs")
-majority = None
+majority = real_tree = None
 if ds.schema.target is not None:
-    majority = float(split(ds.table)[1][ds.schema.target].value_counts(normalize=True).max())
+    train, test = split(ds.table)
+    majority = float(test[ds.schema.target].value_counts(normalize=True).max())
+    cached = f"sw:real-tree:{ds.name}:{len(ds.table)}"  # one tree fit per table and session
+    if cached not in st.session_state:
+        st.session_state[cached] = tree_utility(train, test, ds.schema)["accuracy"]
+    real_tree = st.session_state[cached]
 tabs = st.tabs(["Utility", "Fidelity", "Pareto front", "Runs"])
 with tabs[0]:
     if result["accuracy"].notna().any():
@@ -133,6 +139,8 @@ with tabs[0]:
         if majority is not None:
             fig.add_hline(y=majority, line_dash="dot",
                           annotation_text=f"majority class {majority:.3f}")
+            fig.add_hline(y=real_tree, line_dash="dash",
+                          annotation_text=f"tree trained on the real data {real_tree:.3f}")
         st.plotly_chart(fig, width="stretch", key="sw-acc")
         st.plotly_chart(sweep_chart(result, "logistic_accuracy", "logistic accuracy"),
                         width="stretch", key="sw-log")
