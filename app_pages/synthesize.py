@@ -23,7 +23,7 @@ from synth.plots import (
 from synth.privacy.budget import Budget, default_delta, epsilon_text, merge_shares
 from synth.privacy.composition import explore
 from synth.privacy.domains import DOMAIN
-from synth.protocol import protocol_split
+from synth.protocol import holdout as hold_out
 from synth.schema import Schema
 from ui import layout, runner, state
 
@@ -98,10 +98,7 @@ def noise_preview(method: str, params_json: str, rows: int, schema_json: str, ep
 
 def split(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """(rows to synthesize, held-out test rows or None)."""
-    if not holdout:
-        return table, None
-    train, val, test = protocol_split(table)
-    return pd.concat([train, val], ignore_index=True), test
+    return hold_out(table) if holdout else (table, None)
 
 
 st.subheader("Before you spend anything")

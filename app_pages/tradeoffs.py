@@ -6,6 +6,7 @@ sweep is cached for the session, so coming back shows it at once.
 """
 
 import json
+from dataclasses import dataclass, field
 
 import pandas as pd
 import streamlit as st
@@ -14,7 +15,8 @@ from synth.errors import SynthError
 from synth.evaluation import tree_utility
 from synth.methods import METHODS
 from synth.plots import pareto_chart, sweep_chart
-from synth.protocol import protocol_split
+from synth.privacy.budget import default_delta
+from synth.protocol import holdout
 from synth.sweep import grid, sweep
 from ui import layout, runner
 
@@ -32,6 +34,16 @@ PRESETS = {
                              "param": "sections", "values": [1, 5, 25]},
 }
 EPSILONS = [0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
+
+
+@dataclass
+class SweepJob(runner.Job):
+    """A background sweep: the rows finished so far (appended by its thread), of ``total``."""
+
+    rows: list[dict] = field(default_factory=list)
+    total: int = 0
+    key: str = ""  # the grid, to cache the result under
+
 
 ds = layout.sidebar()
 st.title("Trade-offs")
@@ -54,24 +66,20 @@ if shares:
 
 
 def split(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    if ds.schema.target is None:
-        return table, None
-    train, val, test = protocol_split(table)
-    return pd.concat([train, val], ignore_index=True), test
+    return (table, None) if ds.schema.target is None else holdout(table)
 
 
 sweeps: dict[str, pd.DataFrame] = st.session_state.setdefault("sweeps", {})
 key = json.dumps([ds.name, len(ds.table), methods, epsilons, seeds, demo, param, values,
                   shares], default=str)
-job: runner.Job | None = st.session_state.get("sweep_job")
+job: SweepJob | None = st.session_state.get("sweep_job")
 if job is not None and job.status != runner.RUNNING:  # collect a finished sweep
     del st.session_state["sweep_job"]
     if job.status == runner.DONE:
-        table, total = job.result
-        sweeps[job.key] = table
-        if len(table) < total:
-            st.warning(f"The sweep was stopped: {len(table)} of {total} runs finished; they are "
-                       "kept below.")
+        sweeps[job.key] = job.result
+        if len(job.result) < job.total:
+            st.warning(f"The sweep was stopped: {len(job.result)} of {job.total} runs "
+                       "finished; they are kept below.")
     else:
         st.error(f"The sweep failed: {job.error}. Earlier sweeps are kept.")
     job = None
@@ -84,17 +92,12 @@ if st.button("Run the sweep", type="primary", disabled=job is not None or not me
         st.error(f"Could not build the sweep: {exc}")
     else:
         train, test = split(ds.table)
-        rows: list[dict] = []
-
-        def work(ctx):
-            table = sweep(jobs, train, test, ds.schema, 1 / len(train) ** 1.1,
-                          on_row=lambda done, total, row: rows.append(row),
-                          should_stop=ctx.should_stop)
-            return table, len(jobs)
-
-        job = runner.Job(f"sweep of {len(jobs)} runs", 0, max(epsilons)).start(work)
-        job.rows, job.total, job.key = rows, len(jobs), key
-        st.session_state["sweep_job"] = job
+        job = SweepJob(f"sweep of {len(jobs)} runs", 0, max(epsilons), total=len(jobs),
+                       key=key)
+        rows = job.rows  # the thread appends here; the page reads it
+        st.session_state["sweep_job"] = job.start(lambda ctx: sweep(
+            jobs, train, test, ds.schema, default_delta(len(train)),
+            on_row=lambda done, total, row: rows.append(row), should_stop=ctx.should_stop))
 
 
 @st.fragment(run_every=REFRESH)

@@ -25,8 +25,14 @@ from typing import Any
 from synth.data import DEFAULT_MAX_BYTES, read_table
 from synth.errors import Cancelled, ParameterError, SynthError
 from synth.methods import METHODS, FitContext, Progress, Spent, StageStarted, make, parse_settings
-from synth.privacy.budget import Budget, default_delta, epsilon_text, merge_shares
-from synth.protocol import protocol_split
+from synth.privacy.budget import (
+    Budget,
+    check_positive,
+    default_delta,
+    epsilon_text,
+    merge_shares,
+)
+from synth.protocol import holdout, protocol_split
 from synth.schema import Schema, infer_schema
 
 
@@ -155,11 +161,13 @@ def cmd_feasibility(args: argparse.Namespace) -> int:
             else "distinct rows" if args.distinct else "ideal cube")
     if args.n is None and mode != "ideal cube":
         raise ParameterError("--n is required unless Δ = 1 (--ideal, which takes n = 2^p)")
-    log10_n = args.p * fz.LOG10_2 if args.n is None else math.log10(_positive(args.n, "--n"))
+    log10_n = args.p * fz.LOG10_2 if args.n is None else math.log10(
+        check_positive(args.n, "--n", ParameterError))
     log10_delta = fz.log10_delta_bound(mode, args.p, log10_n, args.Delta, args.fn_inf)
     setting = fz.Setting(args.p, args.d, log10_n, args.epsilon, args.delta, args.gamma,
                          log10_delta, None if args.m is None else math.log10(
-                             _positive(args.m, "--m")), args.k, empty=not args.paper_mode)
+                             check_positive(args.m, "--m", ParameterError)), args.k,
+                         empty=not args.paper_mode)
     result = setting.check().to_dict()
     result["shown"] = {k: fz.show(v) for k, v in result["log10"].items()
                        if k != "success_probability"}
@@ -168,14 +176,7 @@ def cmd_feasibility(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive(value: float, name: str) -> float:
-    if not (math.isfinite(value) and value > 0):
-        raise ParameterError(f"{name} must be a finite number > 0, got {value!r}")
-    return value
-
-
 def cmd_sweep(args: argparse.Namespace) -> int:
-    import pandas as pd
     from tqdm import tqdm
 
     from synth import sweep as sw  # deferred: joblib is only needed here
@@ -190,10 +191,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     values = [parse_settings([f"value={x}"])[0]["value"] for x in args.values or []]
     jobs = sw.grid(args.methods, args.epsilons, args.seeds, args.param, values,
                    args.shares or (), fixed)
-    train, test = table, None
-    if schema.target is not None:  # hold out the protocol's test sixth, as the app does
-        first, middle, test = protocol_split(table)
-        train = pd.concat([first, middle], ignore_index=True)
+    # hold out the protocol's test sixth, as the app does
+    train, test = (table, None) if schema.target is None else holdout(table)
     delta = args.delta if args.delta is not None else default_delta(len(train))
     with tqdm(total=len(jobs), desc="sweep", unit="run", file=sys.stderr,
               disable=args.quiet) as bar:

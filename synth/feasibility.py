@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from synth.errors import ParameterError
+from synth.privacy.budget import check_positive
 
 LOG10E, LOG10_2 = math.log10(math.e), math.log10(2)
 DELTA_MODES = ("manual", "from ‖f_n‖∞", "distinct rows", "ideal cube")
@@ -172,8 +173,7 @@ def report(s: Setting) -> Report:
         Condition("4δ ≤ 1 (a non-vacuous accuracy guarantee)", -math.log10(4 * s.delta),
                   "Theorem 4.2"),
         Condition("success probability 1 − 4γ − 2^(−p/2) > 0",
-                  math.log10(1 - 2 ** (-s.p / 2)) - math.log10(4 * s.gamma)
-                  if s.p > 0 else -math.inf, "Theorem 4.2"),
+                  math.log10(1 - 2 ** (-s.p / 2)) - math.log10(4 * s.gamma), "Theorem 4.2"),
         Condition("n ≥ 16 δ⁻² γ⁻¹ e^(2d) C(p,≤d)", s.log10_n - s.log10_n_lo, "Theorem 4.2"),
         Condition("m_lo ≤ 2^(p/4): the m range is not empty", s.log10_m_hi - s.log10_m_lo,
                   "Theorem 4.2"),
@@ -244,13 +244,6 @@ def show(log10_value: float, digits: int = 2) -> str:
     return f"{mantissa:.{digits - 1}f}e{exponent}"
 
 
-def _positive(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0 \
-            or not math.isfinite(value):
-        raise ParameterError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
-
-
 # ---- curves for the feasibility page (vectorised over p and n) -----------------------------
 
 # Table 1 with the paper's printed Table 2 (k·m^{3/4}, m_lo); Adult's ‖f_n‖∞ unrounded (the
@@ -303,3 +296,7 @@ def log10_delta_grid(mode: str, ps: np.ndarray, log10_n: np.ndarray,
     if mode == "from ‖f_n‖∞":
         return ps * LOG10_2 + math.log10(_positive(fn_inf, "‖f_n‖∞")) + 0 * log10_n
     return log10_delta_bound(mode, 1, 0.0, manual, fn_inf) + 0 * (ps + log10_n)
+
+
+def _positive(value, name: str) -> float:
+    return check_positive(value, name, ParameterError)

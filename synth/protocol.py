@@ -33,6 +33,13 @@ def protocol_split(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.
     return tuple(table.iloc[p].reset_index(drop=True) for p in parts)
 
 
+def holdout(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(rows to synthesize, held-out test rows): the protocol split's train and validation
+    parts together, and its test sixth, which no method sees."""
+    train, val, test = protocol_split(table)
+    return pd.concat([train, val], ignore_index=True), test
+
+
 def adult_schema(table: pd.DataFrame) -> Schema:
     """Adult's public schema: the protocol's numeric bounds, every other column categorical
     with its categories declared public ("?" is a category of its own)."""

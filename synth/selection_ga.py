@@ -14,7 +14,7 @@ either parent, mutation redraws a gene within its slot.
 **Tilts** (our addition). With p_m = 1/(k+1) a child differs from its parent in about one row
 of thousands, a change the selections cannot see (the note's §5.4 warns of this). So every
 child also gets one *tilt*: for a random marginal column and value, a random share of its
-genes (0.1 %…10 %, log-uniform) moves toward that value, or away from it, wherever the slot
+genes (0.1 %…5 %, log-uniform) moves toward that value, or away from it, wherever the slot
 offers a row that does. The tilt is chosen without the data; the selections keep the good ones.
 
 **Speed.** A chromosome row stores its k choices followed by its marginal counts, a cache the
