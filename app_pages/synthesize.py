@@ -4,6 +4,7 @@ anything, run it in the background while watching it learn, download the release
 import contextlib
 import json
 import time
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -24,6 +25,7 @@ from synth.privacy.budget import Budget, default_delta, epsilon_text, merge_shar
 from synth.privacy.composition import explore
 from synth.privacy.domains import DOMAIN
 from synth.protocol import holdout as hold_out
+from synth.report import run_report
 from synth.schema import Schema
 from ui import layout, runner, state
 
@@ -166,6 +168,14 @@ def work(model, private, test, schema, budget, config, name):
     return run
 
 
+def report(run: state.Run) -> str:
+    """The run's HTML report, made when the button is pressed (it embeds 5 MB of Plotly)."""
+    record = {**run.ledger, **{k: run.config[k] for k in ("method", "params", "seed", "schema",
+                                                          "command")},
+              "rows": len(run.synthetic), "seconds": run.seconds}
+    return run_report(record, run.synthetic, run.real, run.schema)
+
+
 busy = state.job() is not None
 if st.button("Run", type="primary", disabled=busy or budget is None):
     with state.guard("Starting the run"):
@@ -241,13 +251,18 @@ c2.metric("δ spent", f"{run.ledger['total_delta']:.2e}")
 c3.metric("rows", f"{len(run.synthetic):,}")
 c4.metric("seconds", f"{run.seconds:.1f}")
 st.plotly_chart(ledger_chart(run.ledger), width="stretch", key="ledger")
-d1, d2, d3 = st.columns(3)
+d1, d2, d3, d4 = st.columns(4)
 d1.download_button("Synthetic table (CSV)", run.synthetic.to_csv(index=False),
                    file_name="synth.csv", mime="text/csv")
 d2.download_button("Privacy ledger (JSON)", json.dumps(run.ledger, indent=2),
                    file_name="ledger.json", mime="application/json")
 d3.download_button("Run configuration (JSON)", json.dumps(run.config, indent=2),
                    file_name="run.json", mime="application/json")
+d4.download_button("Run report (HTML)", partial(report, run), file_name="report.html",
+                   mime="text/html", on_click="ignore",
+                   help="Figures, parameters, ledger, timing and environment in one page. Its "
+                        "real-against-synthetic section is marked: for your eyes, not for "
+                        "release.")
 st.code(run.config["command"], language="bash")
 st.caption("To reproduce this release outside the app, save the configuration's `schema` as "
            "schema.json and run the command above on the same table.")

@@ -1,12 +1,15 @@
 """Trade-offs: how much privacy to spend and which method to trust, from a sweep of runs.
 
 A sweep (synth.sweep) runs a grid of methods × ε × one setting × seeds in the background, on
-every core; finished runs appear as they come, a cancelled sweep keeps them, and a finished
-sweep is cached for the session, so coming back shows it at once.
+every core; finished runs appear as they come, and a cancelled sweep keeps them. Finished
+sweeps are kept for the server's lifetime under the table's fingerprint, so coming back, or a
+new tab on the same table, shows them at once; reports are made when their button is pressed.
 """
 
+import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import partial
 
 import pandas as pd
 import streamlit as st
@@ -16,23 +19,13 @@ from synth.evaluation import tree_utility
 from synth.methods import METHODS
 from synth.plots import pareto_chart, sweep_chart
 from synth.privacy.budget import default_delta
-from synth.protocol import holdout
-from synth.sweep import grid, sweep
+from synth.protocol import train_test
+from synth.report import sweep_report
+from synth.schema import Schema
+from synth.sweep import DEMO, PRESETS, grid, sweep
 from ui import layout, runner
 
 REFRESH = 0.5
-DEMO = {"dpgan": {"epochs": 2}, "dpselect": {"epochs": 2, "pool_multiplier": 5},
-        "gsd": {"rounds": 3, "max_generations": 2000}}  # settings for a quick look
-PRESETS = {
-    "Accuracy vs ε for all methods": {"methods": ["independent", "dpgan", "dpselect", "gsd"],
-                                      "epsilons": [0.5, 1.0, 2.0, 4.0, 8.0]},
-    "GAN share for DP-Select": {"methods": ["dpselect"], "epsilons": [1.0, 4.0],
-                                "shares": [0.1, 0.2, 0.4, 0.6]},
-    "Pool size (DP-Select)": {"methods": ["dpselect"], "epsilons": [1.0, 4.0],
-                              "param": "pool_multiplier", "values": [2, 5, 10, 20]},
-    "Sections (DP-Select)": {"methods": ["dpselect"], "epsilons": [1.0, 4.0],
-                             "param": "sections", "values": [1, 5, 25]},
-}
 EPSILONS = [0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
 
 
@@ -42,7 +35,8 @@ class SweepJob(runner.Job):
 
     rows: list[dict] = field(default_factory=list)
     total: int = 0
-    key: str = ""  # the grid, to cache the result under
+    table: str = ""  # the table's fingerprint and the grid: where the result is kept
+    key: str = ""
 
 
 ds = layout.sidebar()
@@ -50,15 +44,16 @@ st.title("Trade-offs")
 st.caption("One run answers neither how much privacy to spend nor which method to trust; a "
            "sweep does. Every figure here compares synthetic tables with the real one: for "
            "your eyes, not part of a release.")
-preset = PRESETS[st.selectbox("Preset", list(PRESETS))]
+preset = PRESETS[st.selectbox("Preset", list(PRESETS), format_func=lambda k: PRESETS[k].title)]
 methods = st.multiselect("Methods", [m for m in METHODS if m != "private_sampling"],
-                         default=preset["methods"], key=f"sw:methods:{preset['methods']}")
-epsilons = st.multiselect("ε values", EPSILONS, default=preset["epsilons"],
-                          key=f"sw:eps:{preset['epsilons']}")
+                         default=preset.methods, key=f"sw:methods:{preset.methods}")
+epsilons = st.multiselect("ε values", EPSILONS, default=preset.epsilons,
+                          key=f"sw:eps:{preset.epsilons}")
 left, right = st.columns(2)
 seeds = int(left.number_input("Seeds", 1, 10, 3))
-demo = right.toggle("Demo settings (fewer epochs and rounds)", value=True)
-param, values, shares = preset.get("param"), preset.get("values", []), preset.get("shares", [])
+demo = right.toggle("Demo settings (quicker)", value=True,
+                    help=f"Held fixed in every run: {DEMO}")
+param, values, shares = preset.param, list(preset.values), list(preset.shares)
 if param:
     st.caption(f"Sweeping {param} over {values}.")
 if shares:
@@ -66,17 +61,31 @@ if shares:
 
 
 def split(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    return (table, None) if ds.schema.target is None else holdout(table)
+    return (table, None) if ds.schema.target is None else train_test(table)
 
 
-sweeps: dict[str, pd.DataFrame] = st.session_state.setdefault("sweeps", {})
-key = json.dumps([ds.name, len(ds.table), methods, epsilons, seeds, demo, param, values,
-                  shares], default=str)
+@st.cache_resource
+def finished() -> dict[str, dict[str, pd.DataFrame]]:
+    """Finished sweeps for the server's lifetime, by table and grid: a reload, a new tab or
+    another page brings them back at once. Keyed by the table's contents and schema, so only
+    a session holding the very same table sees them."""
+    return {}
+
+
+def fingerprint(table: pd.DataFrame, schema: Schema) -> str:
+    digest = hashlib.sha256(pd.util.hash_pandas_object(table, index=False).to_numpy())
+    digest.update(json.dumps(schema.to_dict(), sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+table_key = fingerprint(ds.table, ds.schema)
+sweeps = finished().setdefault(table_key, {})
+key = json.dumps([methods, epsilons, seeds, demo, param, values, shares], default=str)
 job: SweepJob | None = st.session_state.get("sweep_job")
 if job is not None and job.status != runner.RUNNING:  # collect a finished sweep
     del st.session_state["sweep_job"]
     if job.status == runner.DONE:
-        sweeps[job.key] = job.result
+        finished().setdefault(job.table, {})[job.key] = job.result
         if len(job.result) < job.total:
             st.warning(f"The sweep was stopped: {len(job.result)} of {job.total} runs "
                        "finished; they are kept below.")
@@ -93,7 +102,7 @@ if st.button("Run the sweep", type="primary", disabled=job is not None or not me
     else:
         train, test = split(ds.table)
         job = SweepJob(f"sweep of {len(jobs)} runs", 0, max(epsilons), total=len(jobs),
-                       key=key)
+                       table=table_key, key=key)
         rows = job.rows  # the thread appends here; the page reads it
         st.session_state["sweep_job"] = job.start(lambda ctx: sweep(
             jobs, train, test, ds.schema, default_delta(len(train)),
@@ -157,4 +166,10 @@ with tabs[2]:
     st.plotly_chart(pareto_chart(result, metric), width="stretch", key="sw-pareto")
 with tabs[3]:
     st.dataframe(result, hide_index=True)
-    st.download_button("Sweep table (CSV)", result.to_csv(index=False), "sweep.csv")
+    left, right = st.columns(2)
+    left.download_button("Sweep table (CSV)", result.to_csv(index=False), "sweep.csv",
+                         mime="text/csv", on_click="ignore")
+    right.download_button("Sweep report (HTML)", partial(sweep_report, result),
+                          "sweep-report.html", mime="text/html", on_click="ignore",
+                          help="Every chart and run in one self-contained page. Its figures "
+                               "measure synthetic tables against the real one: not for release.")

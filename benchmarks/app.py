@@ -15,79 +15,56 @@ import argparse
 import json
 import os
 import platform
-import socket
 import statistics
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
+
+from served import FLAGS, served
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"
-FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
 TARGETS = {"ready_seconds": 5, "demo_run_seconds": 30, "updates_per_second": 2}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def one_repeat(playwright) -> dict:
     browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=FLAGS)
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})  # before the clock
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"),
-         f"--server.port={port}", "--server.address=127.0.0.1",
-         "--server.fileWatcherType=none"],
-        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
     try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
-                    break
-            except OSError:
-                time.sleep(0.05)
-        up = time.perf_counter()
-        page.goto(url)
-        page.get_by_text("Download working schema (JSON)").wait_for(timeout=60_000)
-        ready = time.perf_counter() - up
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})  # before the clock
+        with served() as (url, _):
+            up = time.perf_counter()
+            page.goto(url)
+            page.get_by_text("Download working schema (JSON)").wait_for(timeout=60_000)
+            ready = time.perf_counter() - up
 
-        page.get_by_role("link", name="Synthesize").click()
-        page.get_by_text("Planned split").wait_for(timeout=60_000)
-        page.get_by_test_id("stSelectbox").first.click()
-        page.get_by_role("option", name="DP-Select").click()
-        page.get_by_text("ε per pick").wait_for(timeout=60_000)
-        page.get_by_text("Method parameters").click()
-        epochs = page.get_by_label("epochs", exact=True)
-        epochs.fill("3")
-        epochs.press("Enter")
-        page.get_by_text("99 critic steps").wait_for(timeout=60_000)
-        started = time.perf_counter()
-        page.get_by_role("button", name="Run", exact=True).click()
-        release = page.get_by_text("Release: DP-Select")
-        changes, last, gan_first, gan_last = 0, None, None, None
-        while not release.count():
-            texts = page.get_by_test_id("stProgress").all_inner_texts()
-            gan = next((t for t in texts if t.startswith("gan")), None)
-            if gan is not None and gan != last:
-                now = time.perf_counter()
-                gan_first = gan_first or now
-                gan_last, changes, last = now, changes + 1, gan
-            time.sleep(0.05)
-        run = time.perf_counter() - started
-        span = (gan_last or 0) - (gan_first or 0)
-        return {"ready_seconds": ready, "demo_run_seconds": run,
-                "gan_updates": changes, "gan_seconds_watched": span,
-                "updates_per_second": (changes - 1) / span if span > 0 else float("nan")}
+            page.get_by_role("link", name="Synthesize").click()
+            page.get_by_text("Planned split").wait_for(timeout=60_000)
+            page.get_by_test_id("stSelectbox").first.click()
+            page.get_by_role("option", name="DP-Select").click()
+            page.get_by_text("ε per pick").wait_for(timeout=60_000)
+            page.get_by_text("Method parameters").click()
+            epochs = page.get_by_label("epochs", exact=True)
+            epochs.fill("3")
+            epochs.press("Enter")
+            page.get_by_text("99 critic steps").wait_for(timeout=60_000)
+            started = time.perf_counter()
+            page.get_by_role("button", name="Run", exact=True).click()
+            release = page.get_by_text("Release: DP-Select")
+            changes, last, gan_first, gan_last = 0, None, None, None
+            while not release.count():
+                texts = page.get_by_test_id("stProgress").all_inner_texts()
+                gan = next((t for t in texts if t.startswith("gan")), None)
+                if gan is not None and gan != last:
+                    now = time.perf_counter()
+                    gan_first = gan_first or now
+                    gan_last, changes, last = now, changes + 1, gan
+                time.sleep(0.05)
+            run = time.perf_counter() - started
+            span = (gan_last or 0) - (gan_first or 0)
+            return {"ready_seconds": ready, "demo_run_seconds": run,
+                    "gan_updates": changes, "gan_seconds_watched": span,
+                    "updates_per_second": (changes - 1) / span if span > 0 else float("nan")}
     finally:
         browser.close()
-        server.terminate()
-        server.wait(timeout=20)
 
 
 def main() -> None:

@@ -32,8 +32,9 @@ from synth.privacy.budget import (
     epsilon_text,
     merge_shares,
 )
-from synth.protocol import holdout, protocol_split
+from synth.protocol import protocol_split, train_test
 from synth.schema import Schema, infer_schema
+from synth.sweep import DEMO, PRESETS
 
 
 def _write(path: Path, write) -> None:
@@ -181,18 +182,24 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     from synth import sweep as sw  # deferred: joblib is only needed here
 
-    table = read_table(args.data, max_bytes=args.max_bytes)
-    schema = Schema.load(args.schema)
-    fixed: dict[str, dict[str, Any]] = {}
+    preset = PRESETS[args.preset] if args.preset else None
+    methods = args.methods or (preset.methods if preset else None)
+    epsilons = args.epsilons or (preset.epsilons if preset else None)
+    if not methods or not epsilons:
+        raise ParameterError("give --methods and --epsilons, or a --preset")
+    fixed = {m: dict(p) for m, p in DEMO.items()} if args.demo else {}
     for item in args.set or []:
         method, _, setting = item.partition(".")
         params, _ = parse_settings([setting])
         fixed.setdefault(method, {}).update(params)
-    values = [parse_settings([f"value={x}"])[0]["value"] for x in args.values or []]
-    jobs = sw.grid(args.methods, args.epsilons, args.seeds, args.param, values,
-                   args.shares or (), fixed)
-    # hold out the protocol's test sixth, as the app does
-    train, test = (table, None) if schema.target is None else holdout(table)
+    param = args.param or (preset.param if preset else None)
+    values = [parse_settings([f"value={x}"])[0]["value"] for x in args.values] if (
+        args.values) else list(preset.values if preset and not args.param else ())
+    shares = args.shares or (preset.shares if preset else ())
+    jobs = sw.grid(methods, epsilons, args.seeds, param, values, shares, fixed)
+    table = read_table(args.data, max_bytes=args.max_bytes)
+    schema = Schema.load(args.schema)
+    train, test = (table, None) if schema.target is None else train_test(table)
     delta = args.delta if args.delta is not None else default_delta(len(train))
     with tqdm(total=len(jobs), desc="sweep", unit="run", file=sys.stderr,
               disable=args.quiet) as bar:
@@ -309,15 +316,19 @@ def build_parser() -> argparse.ArgumentParser:
     sw = sub.add_parser("sweep", help="many runs over a grid, one CSV row per run")
     sw.add_argument("data")
     sw.add_argument("--schema", type=Path, required=True)
-    sw.add_argument("--methods", nargs="+", required=True, choices=sorted(METHODS))
-    sw.add_argument("--epsilons", type=float, nargs="+", required=True)
+    sw.add_argument("--preset", choices=list(PRESETS),
+                    help="a ready-made grid; --methods, --epsilons etc. override its parts")
+    sw.add_argument("--methods", nargs="+", choices=sorted(METHODS))
+    sw.add_argument("--epsilons", type=float, nargs="+")
     sw.add_argument("--seeds", type=int, default=3)
     sw.add_argument("--param", help="a method parameter to sweep (methods without it ignore it)")
     sw.add_argument("--values", nargs="+", help="the swept parameter's values")
     sw.add_argument("--shares", type=float, nargs="+",
                     help="values of each method's own budget split (e.g. DP-Select's gan_share)")
     sw.add_argument("--set", action="append", metavar="METHOD.KEY=VALUE",
-                    help="a parameter held fixed for one method")
+                    help="a parameter held fixed for one method (overrides --demo)")
+    sw.add_argument("--demo", action="store_true",
+                    help="the Trade-offs page's quicker demo settings (synth.sweep.DEMO)")
     sw.add_argument("--delta", type=float, help="default 1/n^1.1 for n rows")
     sw.add_argument("--jobs", type=int, default=-1, help="parallel runs (default: every core)")
     sw.add_argument("--out", type=Path, required=True)

@@ -40,6 +40,13 @@ def holdout(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.concat([train, val], ignore_index=True), test
 
 
+def train_test(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(train, test): the protocol split without its validation sixth, as the benchmarks and
+    sweeps measure, so a sweep's figures compare with the benchmarks'."""
+    train, _, test = protocol_split(table)
+    return train, test
+
+
 def adult_schema(table: pd.DataFrame) -> Schema:
     """Adult's public schema: the protocol's numeric bounds, every other column categorical
     with its categories declared public ("?" is a category of its own)."""

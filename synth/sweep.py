@@ -21,6 +21,38 @@ import pandas as pd
 from synth.errors import ParameterError
 from synth.schema import Schema
 
+
+@dataclass(frozen=True)
+class Preset:
+    """A ready-made grid: the questions the thesis's own figures answer."""
+
+    title: str
+    methods: tuple[str, ...]
+    epsilons: tuple[float, ...]
+    param: str | None = None
+    values: tuple[Any, ...] = ()
+    shares: tuple[float, ...] = ()
+
+
+PRESETS = {
+    "accuracy-vs-epsilon": Preset("Accuracy vs ε for all methods",
+                                  ("independent", "dpgan", "dpselect", "gsd"),
+                                  (0.5, 1.0, 2.0, 4.0, 8.0)),
+    "gan-share": Preset("GAN share for DP-Select", ("dpselect",), (1.0, 4.0),
+                        shares=(0.1, 0.2, 0.4, 0.6)),
+    "pool-size": Preset("Pool size (DP-Select)", ("dpselect",), (1.0, 4.0),
+                        "pool_multiplier", (2, 5, 10, 20)),
+    "sections": Preset("Sections (DP-Select)", ("dpselect",), (1.0, 4.0), "sections",
+                       (1, 5, 25)),
+}
+# Quicker settings, measured on Adult by benchmarks/sweep.py: the GANs train 8 epochs with a
+# quarter of the generator batch (after the critic's DP-SGD, the generator's Gumbel samples are
+# the slowest part), and each GSD round's genetic search stops at 1,500 generations (its early
+# stop ran ~15,000 on Adult; 2,000 fitted as well, 1,000 did not).
+DEMO = {"dpgan": {"epochs": 8, "generator_batch": 512},
+        "dpselect": {"epochs": 8, "generator_batch": 512},
+        "gsd": {"max_generations": 1500}}
+
 COLUMNS = ("method", "epsilon", "seed", "param", "value", "share", "ledger_epsilon",
            "ledger_delta", "accuracy", "logistic_accuracy", "tvd1", "tvd2", "seconds")
 

@@ -5,6 +5,7 @@ import time
 
 import numpy as np
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from .conftest import REPO
@@ -359,6 +360,7 @@ TRADEOFFS = "app_pages/tradeoffs.py"
 
 
 def test_tradeoffs_page_runs_a_sweep_and_keeps_it(app):
+    st.cache_resource.clear()  # finished sweeps outlive sessions: start from none
     app.switch_page(TRADEOFFS).run()
     assert not app.exception and any("No sweep yet" in i.value for i in app.info)
     app.multiselect[0].set_value(["independent"]).run()
@@ -376,6 +378,13 @@ def test_tradeoffs_page_runs_a_sweep_and_keeps_it(app):
     app.switch_page(SYNTH).run()
     app.switch_page(TRADEOFFS).run()  # cached for the session: back at once, nothing reruns
     assert any(s.value == "2 runs" for s in app.subheader) and "sweep_job" not in app.session_state
+    fresh = AppTest.from_file(APP, default_timeout=120)  # a new session on the same table
+    fresh.run().switch_page(TRADEOFFS).run()
+    fresh.multiselect[0].set_value(["independent"]).run()
+    fresh.multiselect[1].set_value([0.5, 2.0]).run()
+    fresh.number_input[0].set_value(1).run()
+    assert not fresh.info and "grid differs" not in texts(fresh)
+    assert any(s.value == "2 runs" for s in fresh.subheader)
 
 
 def test_a_cancelled_sweep_keeps_its_finished_runs(app):

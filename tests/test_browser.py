@@ -93,6 +93,11 @@ def test_starts_on_the_sample_and_runs(page):
     page.get_by_role("button", name="Privacy ledger (JSON)").wait_for(timeout=20_000)
     page.locator(".js-plotly-plot").first.wait_for(timeout=20_000)
     shot(page, "synthesize.png")
+    with page.expect_download(timeout=60_000) as download:  # made on the click
+        page.get_by_role("button", name="Run report (HTML)").click()
+    report = Path(download.value.path()).read_text()
+    assert "Run report: independent" in report and "Plotly.newPlot" in report
+    assert "Privacy: (1, " in report and "Uses the real data" in report  # ε = 1, and labelled
     assert "Traceback" not in page.content()
     other = page.context.browser.new_context().new_page()  # a second tab is its own session
     other.goto(page.url)
@@ -184,4 +189,31 @@ def test_feasibility_page_redraws_a_preset_in_the_browser(page):
     page.get_by_text("Figure 1: k against p").wait_for()
     assert page.locator(".js-plotly-plot").count() >= 1
     page.screenshot(path=str(SHOTS / "feasibility.png"), full_page=True)
+    assert "Traceback" not in page.content()
+
+
+@pytest.mark.parametrize("page", ["/tradeoffs"], indirect=True)
+def test_tradeoffs_page_sweeps_and_downloads_its_report(page):
+    page.get_by_role("button", name="Run the sweep").wait_for(timeout=30_000)
+    methods = page.get_by_test_id("stMultiSelect").first.locator("input")
+    methods.click()
+    for _ in range(3):  # the preset's methods end with gsd, dpselect, dpgan: keep independent
+        methods.press("Backspace")
+    page.keyboard.press("Escape")
+    seeds = page.get_by_label("Seeds")
+    seeds.fill("1")
+    seeds.press("Enter")
+    page.get_by_role("button", name="Run the sweep").click()
+    page.get_by_text("5 runs", exact=True).wait_for(timeout=180_000)
+    page.get_by_text("of 5 runs done").wait_for(state="detached", timeout=20_000)  # live view
+    page.locator(".js-plotly-plot").filter(has_text="tree accuracy").first.wait_for(
+        timeout=20_000)
+    assert page.get_by_text("majority class").count() >= 1  # the baselines are drawn
+    shot(page, "tradeoffs.png")
+    page.get_by_role("tab", name="Runs").click()
+    with page.expect_download(timeout=60_000) as download:
+        page.get_by_role("button", name="Sweep report (HTML)").click()
+    report = Path(download.value.path()).read_text()
+    assert "Sweep report: 5 runs of independent" in report
+    assert report.count("Plotly.newPlot") >= 4 and "Uses the real data" in report
     assert "Traceback" not in page.content()

@@ -114,7 +114,19 @@ def test_sweep_writes_one_row_per_run(tmp_path):
     assert rows["accuracy"].notna().all()  # the sample's schema has a target: held-out test
 
 
+def test_sweep_from_a_preset(tmp_path):
+    table, schema = sample_paths()
+    res = synth("sweep", table, "--schema", schema, "--preset", "accuracy-vs-epsilon",
+                "--methods", "independent", "--seeds", "1", "--demo", "--jobs", "1",
+                "--out", tmp_path / "sweep.csv", "--quiet")
+    assert res.returncode == 0, res.stderr
+    rows = pd.read_csv(tmp_path / "sweep.csv")  # the preset's ε grid, the chosen method
+    assert list(rows["epsilon"]) == [0.5, 1, 2, 4, 8] and set(rows["method"]) == {"independent"}
+
+
 @pytest.mark.parametrize("args, message", [
+    (["sweep", "{table}", "--schema", "{schema}", "--methods", "independent", "--out", "o.csv"],
+     "error: give --methods and --epsilons, or a --preset"),
     (["run", "missing.csv", "--schema", "s.json", "--method", "independent", "--epsilon", 1,
       "--out", "o.csv", "--ledger", "l.json"], "error: no such file: 'missing.csv'"),
     (["run", "{table}", "--schema", "{schema}", "--method", "independent", "--epsilon", -1,

@@ -1,0 +1,48 @@
+"""The app served by a real ``streamlit run`` on a free loopback port, for the benchmarks that
+drive it from headless Chromium."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def served(log=subprocess.DEVNULL) -> Iterator[tuple[str, int]]:
+    """(URL, server PID) once the server answers its health check; on exit the server and the
+    processes it started (joblib workers) are killed."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"),
+         f"--server.port={port}", "--server.address=127.0.0.1", "--server.headless=true",
+         "--server.fileWatcherType=none", "--browser.gatherUsageStats=false"],
+        cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        yield url, server.pid
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
