@@ -144,7 +144,7 @@ majority = real_tree = None
 if ds.schema.target is not None:
     train, test = split(ds.table)
     majority = float(test[ds.schema.target].value_counts(normalize=True).max())
-    cached = f"sw:real-tree:{ds.name}:{len(ds.table)}"  # one tree fit per table and session
+    cached = f"sw:real-tree:{table_key}"  # one tree fit per table, schema and session
     if cached not in st.session_state:
         st.session_state[cached] = tree_utility(train, test, ds.schema)["accuracy"]
     real_tree = st.session_state[cached]
