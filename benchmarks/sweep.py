@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
-import io
 import json
 import os
 import platform
@@ -61,7 +60,7 @@ class CpuSampler(threading.Thread):
             except psutil.Error:
                 continue
             now = times.user + times.system
-            total += now - self.seen.get(proc.pid, now if proc.pid not in self.seen else 0.0)
+            total += now - self.seen.get(proc.pid, 0.0)  # a new worker: all its time
             self.seen[proc.pid] = now
         return total
 
@@ -169,7 +168,7 @@ def run_in_browser(playwright, seeds: int) -> dict:
             page.get_by_role("tab", name="Runs").click()
             with page.expect_download() as csv_download:
                 page.get_by_role("button", name="Sweep table (CSV)").click()
-            table = pd.read_csv(io.StringIO(Path(csv_download.value.path()).read_text()))
+            table = pd.read_csv(csv_download.value.path())
             with page.expect_download(timeout=120_000) as html_download:
                 page.get_by_role("button", name="Sweep report (HTML)").click()
             report = Path(html_download.value.path()).read_text()
