@@ -16,9 +16,9 @@ import streamlit as st
 from synth import feasibility as fz
 from synth.encoding import Discretizer
 from synth.errors import SynthError
+from synth.missing import model_frame, model_schema
 from synth.plots import k_bound_chart, k_heatmap, m_range_chart, table2_chart
 from synth.private_sampling import fit_density, subsets, walsh
-from synth.schema import prepare
 from ui import layout
 
 EPSILONS = [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0]
@@ -39,8 +39,8 @@ for key, value in FIELDS.items():
 
 def table_profile(table: pd.DataFrame, schema) -> tuple[int, float]:
     """(p, ‖f_n‖∞) of the table one-hot encoded on its schema (numbers in 10 bins)."""
-    coder = Discretizer(schema, bins=10)
-    codes = coder.codes(prepare(table, schema))
+    coder = Discretizer(model_schema(schema), bins=10)
+    codes = coder.codes(model_frame(table, schema))
     _, counts = np.unique(codes, axis=0, return_counts=True)
     return int(coder.sizes.sum()), counts.max() / len(codes)
 

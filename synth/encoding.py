@@ -78,7 +78,11 @@ class Discretizer:
                 raise SchemaError(f"column {col.name!r}: value {bad!r} is not a known category")
             return codes.astype(np.int64)
         edges = self.edges[col.name]
-        codes = np.searchsorted(edges, values.to_numpy(dtype=float), side="right") - 1
+        x = values.to_numpy(dtype=float)
+        if np.isnan(x).any():
+            raise SchemaError(f"column {col.name!r} has missing values: put the frame in model "
+                              "space first (synth.missing.model_frame)")
+        codes = np.searchsorted(edges, x, side="right") - 1
         return np.clip(codes, 0, len(edges) - 2).astype(np.int64)
 
     def labels(self, name: str) -> list[str]:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from synth.encoding import Discretizer
 from synth.errors import SchemaError
+from synth.missing import model_frame, model_schema
 from synth.schema import CATEGORICAL, Schema, category_values, check_target, prepare
 
 FIDELITY_BINS = 10
@@ -52,9 +53,10 @@ def marginal_tvd(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
     """TVDs between the tables' marginals; numbers in ``bins`` equal-width bins over the
     schema's bounds, categories as they are (categories the schema lacks are added)."""
     schema = comparable(schema, real, synth)
+    a, b = model_frame(real, schema), model_frame(synth, schema)
+    schema = model_schema(schema)  # a missing number is a value: its indicator is compared too
     disc = Discretizer(schema, bins=bins)
-    a = disc.codes(prepare(real, schema))
-    b = disc.codes(prepare(synth, schema))
+    a, b = disc.codes(a), disc.codes(b)
     if len(b) == 0:
         raise SchemaError("the synthetic table has no rows")
     names, sizes = schema.names, disc.sizes
@@ -108,7 +110,8 @@ def tree_utility(train: pd.DataFrame, test: pd.DataFrame, schema: Schema,
 
     target = _target(schema, target)
     schema = comparable(schema, train, test)
-    train, test = prepare(train, schema), prepare(test, schema)
+    train, test = model_frame(train, schema), model_frame(test, schema)
+    schema = model_schema(schema)
     if train.empty:
         raise SchemaError("the training table has no rows")
     check_target(test, target)

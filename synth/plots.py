@@ -15,8 +15,9 @@ import plotly.graph_objects as go
 from synth.encoding import Discretizer
 from synth.evaluation import FIDELITY_BINS, Fidelity, comparable
 from synth.methods.base import Event, Progress
+from synth.missing import model_frame, model_schema
 from synth.privacy.budget import Budget, epsilon_text
-from synth.schema import Schema, prepare
+from synth.schema import Schema
 
 REAL = "real (not releasable)"
 _NOT_RELEASABLE = "uses the real data: for your eyes, not part of the release"
@@ -26,13 +27,13 @@ def marginal_chart(real: pd.DataFrame, synthetic: Mapping[str, pd.DataFrame], sc
                    column: str, bins: int = FIDELITY_BINS) -> go.Figure:
     """Grouped bars of one column's distribution: real next to each synthetic table."""
     schema = comparable(schema, real, *synthetic.values())
-    disc = Discretizer(schema, bins=bins)
-    j = schema.names.index(column)
+    disc = Discretizer(model_schema(schema), bins=bins)
+    j = disc.schema.names.index(column)
     size = int(disc.sizes[j])
     labels = disc.labels(column)
     fig = go.Figure()
     for name, table in {REAL: real, **synthetic}.items():
-        codes = disc.codes(prepare(table, schema))[:, j]
+        codes = disc.codes(model_frame(table, schema))[:, j]
         share = np.bincount(codes, minlength=size) / max(len(codes), 1)
         fig.add_bar(name=name, x=labels, y=share)
     fig.update_layout(barmode="group", title=f"{column}: share of rows ({_NOT_RELEASABLE})",

@@ -25,7 +25,9 @@ CATEGORICAL = "categorical"
 KINDS = (NUMERIC, CATEGORICAL)
 MISSING = "<missing>"  # a missing categorical value is a category of its own
 OTHER = "other"  # a column whose categories include it absorbs values it has not seen
-MISSING_POLICIES = ("drop", "fill")  # for numeric columns: drop the row, or fill a public value
+# for numeric columns: "none" (a missing value is an error), "indicator" (a method learns where
+# values are missing, see synth.missing), "fill" (missing values become a public fill_value)
+MISSING_POLICIES = ("none", "indicator", "fill")
 
 _BOOL_WORDS = ({"true", "false"}, {"yes", "no"}, {"t", "f"}, {"y", "n"})
 
@@ -41,7 +43,7 @@ class Column:
     categories: tuple[str, ...] | None = None
     public: bool = False
     integer: bool = False
-    missing: str = "drop"
+    missing: str = "none"
     fill_value: float | None = None
     learned: bool = False
     flags: tuple[str, ...] = ()
@@ -84,6 +86,9 @@ class Column:
             raise SchemaError(f"{where}: lower bound {self.lower:g} is above upper {self.upper:g}")
         if self.releasable and self.lower is None:
             raise SchemaError(f"{where}: a public numeric column needs lower and upper bounds")
+        if self.missing == "drop":
+            raise SchemaError(f"{where}: missing='drop' is no longer offered: dropping rows "
+                              "changed n, which is public; use 'indicator' or 'fill'")
         if self.missing not in MISSING_POLICIES:
             raise SchemaError(f"{where}: missing must be one of {MISSING_POLICIES}, "
                               f"got {self.missing!r}")
@@ -291,7 +296,8 @@ def edit_column(col: Column, values: pd.Series, kind: str, *, lower: float | Non
             raise SchemaError(f"column {col.name!r} cannot be numeric: some of its values are "
                               "not numbers")
         col = Column(col.name, NUMERIC, lower=float(numbers.min()), upper=float(numbers.max()),
-                     integer=bool(np.all(numbers == np.round(numbers))), flags=col.flags)
+                     integer=bool(np.all(numbers == np.round(numbers))), flags=col.flags,
+                     missing="indicator" if len(present) < len(values) else "none")
     if kind == NUMERIC and (lower is not None or upper is not None):
         col = replace(col, lower=lower, upper=upper, learned=False)
     if kind == CATEGORICAL and categories is not None:
@@ -333,10 +339,12 @@ def _infer_column(name: str, values: pd.Series, max_codes: int, id_ratio: float)
         if identifier and integer:  # real-valued columns are nearly unique by nature
             flags.append(id_flag)
         if n_missing:
-            flags.append(f"{n_missing} missing values ({n_missing / len(values):.1%}); policy "
-                         "'drop' removes those rows, or set missing='fill' with a public value")
+            flags.append(f"{n_missing} missing values ({n_missing / len(values):.1%}): proposed "
+                         "missing='indicator' (learned like any column), or 'fill' a public "
+                         "value")
         return Column(name, NUMERIC, lower=float(as_number.min()),
-                      upper=float(as_number.max()), integer=integer, flags=tuple(flags))
+                      upper=float(as_number.max()), integer=integer,
+                      missing="indicator" if n_missing else "none", flags=tuple(flags))
     if identifier:
         flags.append(id_flag)
     elif distinct > 100:
@@ -360,8 +368,9 @@ def _numbers(values: pd.Series) -> np.ndarray | None:
 
 def prepare(table: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     """The table in the schema's terms: its columns in order, categoricals as strings (missing
-    as ``<missing>``), numerics as floats clipped to their bounds (integers rounded), rows with
-    a missing numeric dropped or filled per the column's policy.
+    as ``<missing>``), numerics as floats clipped to their bounds (integers rounded), a missing
+    number filled (``missing='fill'``) or kept as NaN (``'indicator'``). Every row is kept:
+    n is public, so no row may be dropped for what it holds.
 
     Every disagreement is collected and raised at once, each naming its column.
     """
@@ -374,25 +383,22 @@ def prepare(table: pd.DataFrame, schema: Schema) -> pd.DataFrame:
         raise SchemaError(f"the table has duplicate column names: {dupes}")
     problems: list[str] = []
     out: dict[str, pd.Series] = {}
-    keep = pd.Series(True, index=table.index)
     for col in schema:
         values = table[col.name]
         if col.kind == CATEGORICAL:
             out[col.name] = _prepare_categorical(col, values, problems)
         else:
-            series, dropped = _prepare_numeric(col, values, problems)
-            out[col.name] = series
-            keep &= ~dropped
+            out[col.name] = _prepare_numeric(col, values, problems)
     if problems:
         raise SchemaError("the table disagrees with the schema: " + "; ".join(problems))
-    return pd.DataFrame(out, index=table.index)[keep].reset_index(drop=True)
+    return pd.DataFrame(out, index=table.index).reset_index(drop=True)
 
 
 def validate(table: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     """:func:`prepare` for a private input table, which must also have a usable target."""
     frame = prepare(table, schema)
     if frame.empty:
-        raise SchemaError("no rows are left after dropping rows with missing numeric values")
+        raise SchemaError("the table has no rows")
     if schema.target is not None:
         check_target(frame, schema.target)
     return frame
@@ -426,22 +432,16 @@ def _prepare_categorical(col: Column, values: pd.Series, problems: list[str]) ->
     return text
 
 
-def _is_missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
-
-
-def _prepare_numeric(col: Column, values: pd.Series,
-                     problems: list[str]) -> tuple[pd.Series, pd.Series]:
+def _prepare_numeric(col: Column, values: pd.Series, problems: list[str]) -> pd.Series:
     if pd.api.types.is_bool_dtype(values):
         problems.append(f"column {col.name!r}: holds true/false values but is declared numeric")
-        return values.astype(float), pd.Series(False, index=values.index)
+        return values.astype(float)
     if pd.api.types.is_numeric_dtype(values):
         numbers = values.astype(float)
         blank = numbers.isna()
     else:
         text = values.astype("string").str.strip()
-        blank = (text.isna() | (text == "")).to_numpy(dtype=bool)
-        blank = pd.Series(blank, index=values.index)
+        blank = pd.Series((text.isna() | (text == "")).to_numpy(dtype=bool), index=values.index)
         numbers = pd.to_numeric(text.mask(blank), errors="coerce").astype(float)
         bad = numbers.isna() & ~blank
         if bad.any():
@@ -451,17 +451,18 @@ def _prepare_numeric(col: Column, values: pd.Series,
     infinite = np.isinf(numbers)
     if infinite.any():
         problems.append(f"column {col.name!r}: {int(infinite.sum())} values are infinite")
-    dropped = pd.Series(False, index=values.index)
     if blank.any():
         if col.missing == "fill":
             numbers = numbers.fillna(col.fill_value)
-        else:
-            dropped = blank
+        elif col.missing == "none":
+            problems.append(f"column {col.name!r}: {int(blank.sum())} values are missing but its "
+                            "schema says missing='none'; declare missing='indicator' (methods "
+                            "learn where values are missing) or 'fill' with a public fill_value")
     if col.lower is not None:
         numbers = numbers.clip(col.lower, col.upper)
     if col.integer:
         numbers = numbers.round()
-    return numbers, dropped
+    return numbers
 
 
 def check_target(table: pd.DataFrame, target: str) -> None:

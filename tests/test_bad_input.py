@@ -202,11 +202,11 @@ def test_all_missing_column_is_flagged():
     assert any("all values are missing" in f for f in col.flags)
 
 
-def test_all_missing_numeric_leaves_no_rows():
+def test_missing_numbers_without_a_policy_are_named_not_dropped():
     table = pd.DataFrame({"a": [np.nan] * 30, "b": list("xy") * 15})
     schema = Schema((Column("a", "numeric", 0, 1, public=True),
                      Column("b", "categorical", categories=("x", "y"), public=True)))
-    with pytest.raises(SchemaError, match="no rows are left"):
+    with pytest.raises(SchemaError, match=r"column 'a': 30 values are missing.*'indicator'"):
         validate(table, schema)
 
 

@@ -192,6 +192,9 @@ def test_an_interrupted_run_writes_what_it_spent_and_releases_nothing(tmp_path):
         for line in proc.stderr:  # DP-SGD is charged before its first step
             if "charged" in line:
                 break
+        seen = ""  # then its progress bar starts (a Ctrl-C inside the charge keeps it whole)
+        while "step" not in seen and (char := proc.stderr.read(1)):
+            seen += char
         proc.send_signal(signal.SIGINT)  # what Ctrl-C sends
         rest = proc.communicate(timeout=120)[1]
     finally:

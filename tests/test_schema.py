@@ -78,16 +78,18 @@ def test_prepare_is_idempotent_for_categoricals(values):
     assert set(once["x"]) <= set(schema["x"].categories)
 
 
-def test_prepare_clips_rounds_fills_and_drops():
+def test_prepare_clips_rounds_fills_and_keeps_every_row():
     table = pd.DataFrame({"n": ["5", "200", "", "-3", "7.6"], "m": ["1", "", "2", "3", "4"],
                           "c": ["a", "zz", None, "a", "a"]})
-    schema = Schema((Column("n", "numeric", 0, 100, integer=True, public=True),
+    schema = Schema((Column("n", "numeric", 0, 100, integer=True, public=True,
+                            missing="indicator"),
                      Column("m", "numeric", 0, 10, missing="fill", fill_value=0, public=True),
                      Column("c", "categorical", categories=("a", OTHER, MISSING), public=True)))
     out = prepare(table, schema)
-    assert out["n"].tolist() == [5, 100, 0, 8]  # row 3 (blank n) dropped; clipped; rounded
-    assert out["m"].tolist() == [1, 0, 3, 4]
-    assert out["c"].tolist() == ["a", OTHER, "a", "a"]  # unseen folds into "other"
+    assert out["n"].tolist()[:2] + out["n"].tolist()[3:] == [5, 100, 0, 8]  # clipped, rounded
+    assert np.isnan(out["n"][2])  # kept: its indicator is learned
+    assert out["m"].tolist() == [1, 0, 2, 3, 4]
+    assert out["c"].tolist() == ["a", OTHER, MISSING, "a", "a"]  # unseen folds into "other"
 
 
 def test_declare_public_and_drop():

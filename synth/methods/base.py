@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from synth import missing
 from synth.errors import Cancelled, ParameterError, SynthError
 from synth.privacy.budget import Budget, Ledger, LedgerEntry
 from synth.privacy.domains import DOMAIN, keep_threshold, laplace_scale, learn_domains
@@ -170,7 +171,7 @@ class Synthesizer:
         scales = []
         if not schema.releasable and DOMAIN in budget.shares:
             scales.append(domain_preview(schema, *budget.allowance(DOMAIN)))
-        return scales + self._preview(n, schema, budget)
+        return scales + self._preview(n, missing.model_schema(schema), budget)
 
     def _preview(self, n: int, schema: Schema, budget: Budget) -> list[NoiseScale]:
         return []
@@ -179,9 +180,9 @@ class Synthesizer:
             ctx: FitContext | None = None) -> Synthesizer:
         ctx = ctx or FitContext()
         self.__dict__.pop("schema_", None)  # a failed or cancelled fit leaves it unfitted
-        missing = [s for s in self.stages if s not in budget.shares]
-        if missing:
-            raise SynthError(f"method {self.name!r} needs budget shares for {missing}; "
+        unshared = [s for s in self.stages if s not in budget.shares]
+        if unshared:
+            raise SynthError(f"method {self.name!r} needs budget shares for {unshared}; "
                              f"the budget has {sorted(budget.shares)}")
         self.ledger_ = Ledger(budget, {DOMAIN: "basic", **self.accountants},
                               on_spend=lambda e: ctx.emit(
@@ -195,8 +196,8 @@ class Synthesizer:
                                    progress=lambda i, k: ctx.progress(DOMAIN, i, k))
             data = prepare(table, schema)
         schema = schema.public_view()  # releasable: no flags read off the table
-        self.n_rows_ = len(data)
-        self._fit(data, schema, ctx)
+        self.n_rows_ = len(data)  # the public n: no row is ever dropped
+        self._fit(missing.encode(data, schema), missing.model_schema(schema), ctx)
         ctx.finish()
         self.timings_ = dict(ctx.timings)
         self.schema_ = schema  # set last: it marks the model as fitted
@@ -210,7 +211,7 @@ class Synthesizer:
         if int(n) != n or n < 1:
             raise ParameterError(f"number of rows to sample must be a positive integer, got {n!r}")
         rng = self.rng_ if seed is None else np.random.default_rng(seed)
-        return self._sample(int(n), rng)
+        return missing.decode(self._sample(int(n), rng), self.schema_)
 
     def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
         raise NotImplementedError

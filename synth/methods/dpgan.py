@@ -205,7 +205,8 @@ class DPGAN(Synthesizer):
         self.prior_, self.table_ = train_gan(self, self.discretizer_.codes(data), ctx, GAN)
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
-        return finalize(self.discretizer_.decode(self.sample_codes(n, rng), rng), self.schema_)
+        codes = self.sample_codes(n, rng)
+        return finalize(self.discretizer_.decode(codes, rng), self.discretizer_.schema)
 
     def sample_codes(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """(n, d) codes from the mixture: components by the prior, then each column's softmax."""

@@ -95,4 +95,4 @@ class IndependentMarginals(Synthesizer):
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         codes = np.column_stack([rng.choice(len(p), size=n, p=p) for p in self.marginals_])
-        return finalize(self.discretizer_.decode(codes, rng), self.schema_)
+        return finalize(self.discretizer_.decode(codes, rng), self.discretizer_.schema)

@@ -125,7 +125,7 @@ def _learn(col: Column, values: pd.Series, eps: float, delta: float, ledger: Led
     ledger.charge(stage, Laplace(laplace_scale(eps), histogram_l1()),
                   f"bounds of {col.name!r} from a noisy histogram over {len(GRID) - 1} "
                   "power-of-two bins")
-    lo, hi = dp_bounds(values.to_numpy(dtype=float), eps, col.name)
+    lo, hi = dp_bounds(values.dropna().to_numpy(dtype=float), eps, col.name)  # NaN: in no bin
     if col.integer:
         lo, hi = math.floor(lo), math.ceil(hi)
     fill = col.fill_value

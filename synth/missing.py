@@ -1,0 +1,81 @@
+"""Missing numbers as values, so that no row is ever dropped and n stays the public n.
+
+A numeric column declared ``missing='indicator'`` becomes two columns in model space: the
+number, with missing ones replaced by a placeholder (the column's lower bound), and a public
+yes/no column saying where it was missing. Methods learn that column like any other (its
+marginals and its correlations with the rest); sampling turns "yes" back into an empty cell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from synth.errors import SchemaError
+from synth.schema import CATEGORICAL, NUMERIC, Column, Schema, prepare
+
+PRESENT, ABSENT = "present", "missing"
+
+
+def indicator_name(schema: Schema, name: str) -> str:
+    """The model-space name of ``name``'s indicator, clear of every other column name."""
+    out = f"{name} (missing)"
+    while out in schema.names:
+        out += "'"
+    return out
+
+
+def _indicated(schema: Schema) -> list[Column]:
+    return [c for c in schema if c.kind == NUMERIC and c.missing == "indicator"]
+
+
+def model_schema(schema: Schema) -> Schema:
+    """``schema`` with an indicator column after every ``missing='indicator'`` column."""
+    if not _indicated(schema):
+        return schema
+    columns: list[Column] = []
+    for col in schema:
+        columns.append(col)
+        if col.kind == NUMERIC and col.missing == "indicator":
+            columns.append(Column(indicator_name(schema, col.name), CATEGORICAL,
+                                  categories=(PRESENT, ABSENT), public=True))
+    return replace(schema, columns=tuple(columns))
+
+
+def encode(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """A prepared frame in model space: each indicated NaN becomes the placeholder plus "yes"
+    in its indicator column (see :func:`model_schema`)."""
+    indicated = _indicated(schema)
+    if not indicated:
+        return frame
+    out = frame.copy()
+    for col in indicated:
+        if col.lower is None:
+            raise SchemaError(f"column {col.name!r} needs bounds before its missing values "
+                             "can be encoded")
+        absent = out[col.name].isna()
+        out[col.name] = out[col.name].fillna(col.lower)
+        out[indicator_name(schema, col.name)] = np.where(absent, ABSENT, PRESENT).astype(object)
+    return out[model_schema(schema).names]
+
+
+def decode(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """A model-space frame in the user's terms: indicated values blanked, indicators dropped;
+    an integer column with blanks becomes pandas' nullable ``Int64``."""
+    indicated = _indicated(schema)
+    if not indicated:
+        return frame
+    out = frame.copy()
+    for col in indicated:
+        flag = indicator_name(schema, col.name)
+        absent = (out[flag] == ABSENT).to_numpy()
+        values = out[col.name].astype("Int64" if col.integer else float)
+        out[col.name] = values.mask(absent)
+    return out[schema.names]
+
+
+def model_frame(table: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """``table`` prepared against ``schema`` and put in model space (for :func:`model_schema`)."""
+    return encode(prepare(table, schema), schema)
