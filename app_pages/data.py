@@ -6,8 +6,18 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
+from synth.declarations import published, round_bounds, warnings
 from synth.errors import SchemaError
-from synth.schema import CATEGORICAL, KINDS, NUMERIC, Schema, edit_column, validate
+from synth.schema import (
+    CATEGORICAL,
+    KINDS,
+    MISSING_POLICIES,
+    NUMERIC,
+    Schema,
+    as_numbers,
+    edit_column,
+    validate,
+)
 from ui import layout, state
 
 ds = layout.sidebar()
@@ -34,9 +44,12 @@ def describe(schema: Schema) -> pd.DataFrame:
         if c.kind == CATEGORICAL:
             domain = f"{len(c.categories or ())} categories"
         else:
-            domain = f"[{c.lower:g}, {c.upper:g}]" + (" integers" if c.integer else "")
-        rows.append({"column": c.name, "kind": c.kind, "domain": domain,
-                     "domain is public": c.public, "warnings": "; ".join(c.flags)})
+            domain = f"[{c.lower:g}, {c.upper:g}]"
+        rows.append({"column": c.name, "kind": c.kind,
+                     "integer": c.integer if c.kind == NUMERIC else None,
+                     "missing values": c.missing if c.kind == NUMERIC else "a category",
+                     "domain": domain, "domain is public": c.public,
+                     "read from the data": c.proposed, "warnings": "; ".join(c.flags)})
     return pd.DataFrame(rows)
 
 
@@ -48,13 +61,25 @@ with st.expander("Edit a column, or load a schema file"):
     col = ds.base[name]
     kind = st.radio("Kind", KINDS, index=KINDS.index(col.kind), horizontal=True,
                     key=f"kind:{ds.name}:{name}")
-    lower = upper = categories = None
+    lower = upper = categories = integer = policy = fill = None
     if kind == NUMERIC and col.kind == NUMERIC:
         left, right = st.columns(2)
         lower = left.number_input("Lower bound", value=col.lower, format="%g",
                                   key=f"lower:{ds.name}:{name}")
         upper = right.number_input("Upper bound", value=col.upper, format="%g",
                                    key=f"upper:{ds.name}:{name}")
+        integer = left.checkbox("Whole numbers only (integer)", value=col.integer,
+                                key=f"integer:{ds.name}:{name}",
+                                help="Synthetic values are whole numbers, and the methods can "
+                                     "keep point masses such as 0 or 40 exactly.")
+        policy = right.selectbox("A missing value is", MISSING_POLICIES,
+                                 index=MISSING_POLICIES.index(col.missing),
+                                 key=f"missing:{ds.name}:{name}",
+                                 help="none: an error; indicator: learned as a present/missing "
+                                      "column (blanks in the release); fill: a public value")
+        if policy == "fill":
+            fill = right.number_input("Public fill value", value=col.fill_value, format="%g",
+                                      key=f"fill:{ds.name}:{name}")
     elif kind == CATEGORICAL and col.kind == CATEGORICAL:
         text = st.text_area("Categories, one per line", "\n".join(col.categories or ()),
                             key=f"cats:{ds.name}:{name}")
@@ -62,7 +87,8 @@ with st.expander("Edit a column, or load a schema file"):
     if st.button("Apply to this column"):
         with state.guard(f"Editing column {name!r}"):
             edited = edit_column(col, ds.table[name], kind, lower=lower, upper=upper,
-                                 categories=categories)
+                                 categories=categories, integer=integer, missing=policy,
+                                 fill_value=fill)
             state.set_base(ds.base.replace_column(edited))
             st.rerun()
     loaded = st.file_uploader("Load a schema (JSON), e.g. one saved from this page",
@@ -77,29 +103,56 @@ with st.expander("Edit a column, or load a schema file"):
 flagged = [c for c in ds.base if c.flags]
 for col in flagged:
     st.warning(f"**{col.name}**: {'; '.join(col.flags)}")
+    if any(f.startswith("numbers stored as text") for f in col.flags) and st.button(
+            f"Read {col.name} as numbers", key=f"as-numbers:{ds.name}:{col.name}"):
+        with state.guard(f"Reading {col.name!r} as numbers"):
+            ds.table[col.name] = as_numbers(ds.table[col.name])
+            text_flag = tuple(f for f in col.flags if not f.startswith("numbers stored"))
+            state.set_base(ds.base.replace_column(
+                edit_column(replace(col, flags=text_flag), ds.table[col.name], NUMERIC)))
+            st.rerun()
 
 names = ds.base.names
-noisy = [c.name for c in ds.base
-         if any(f.startswith(("identifier-like", "constant", "all values")) for f in c.flags)]
 dropped = st.multiselect(
-    "Columns to leave out of the synthetic table", names, default=noisy, key=f"drop:{ds.name}",
-    help="Identifier-like and constant columns (pre-selected) only waste privacy budget.")
+    "Columns to leave out of the synthetic table", names, key=f"drop:{ds.name}",
+    help="Every column is released unless you leave it out. Identifier-like and constant "
+         "columns (see the warnings) only waste privacy budget.")
 public = st.multiselect(
     "Columns whose domain (categories or bounds) is public knowledge", names,
     default=[c.name for c in ds.base if c.public], key=f"public:{ds.name}",
-    help="A public domain costs no budget. Any other domain is learned privately from the "
-         "table, with a share of the budget, before the method runs.")
+    help="A public domain costs no budget and is released exactly as listed below. Any other "
+         "domain is learned privately from the table, with a share of the budget.")
 categorical = [c.name for c in ds.base if c.kind == CATEGORICAL]
 target = st.selectbox(
     "Target column for utility checks", [None, *categorical], key=f"target:{ds.name}",
     index=[None, *categorical].index(ds.base.target))
+confirmed = not ds.base.proposed or st.checkbox(
+    "I have checked each column's kind, integer flag and missing-value policy: they are my "
+    "declaration, not a reading of the data", key=f"confirm:{ds.name}")
 
 with state.guard("Updating the schema"):
     schema = replace(ds.base.declare_public(public), target=target)
     schema = schema.drop(dropped) if dropped else schema
-    state.set_schema(schema)
+    state.set_schema(schema.confirm() if confirmed else schema)
 
 st.dataframe(describe(ds.schema), width="stretch", hide_index=True)
+if ds.schema.proposed:
+    st.warning(f"{len(ds.schema.proposed)} columns are proposals read from the table (kind, "
+               "integer flag, missing values): a run refuses them until you confirm them above.")
+shown = [c for c in ds.schema if c.public]
+if shown:
+    with st.expander(f"Exactly what the {len(shown)} public domains publish", expanded=True):
+        for col in shown:
+            st.markdown(f"**{col.name}**: {published(col)}")
+        for line in warnings(ds.schema, ds.table):
+            st.warning(line)
+        numeric = [c.name for c in shown if c.kind == NUMERIC]
+        if numeric and st.button("Round the public bounds to nice values",
+                                 help="Widens each public numeric domain outward to round "
+                                      "numbers, so no record's value is published."):
+            with state.guard("Rounding the bounds"):
+                state.set_base(round_bounds(ds.base, ds.table, numeric))
+                st.rerun()
 if not ds.schema.releasable:
     private = [c.name for c in ds.schema if not c.public]
     st.info(f"{len(private)} column domains are data-derived ({', '.join(private[:6])}"

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from synth.checklist import release_checklist
 from synth.cli import run_command
 from synth.errors import SynthError
 from synth.evaluation import marginal_tvd, utility
@@ -25,7 +26,7 @@ from synth.privacy.budget import Budget, default_delta, epsilon_text, merge_shar
 from synth.privacy.composition import explore
 from synth.privacy.domains import DOMAIN
 from synth.protocol import holdout as hold_out
-from synth.report import run_report
+from synth.report import release_report, steward_report
 from synth.schema import Schema
 from ui import layout, runner, state
 
@@ -36,6 +37,12 @@ ds = layout.sidebar()
 st.title("Synthesize")
 schema = ds.schema
 tutorial = st.toggle("Tutorial: explain each control", key="tutorial")
+if schema.proposed:
+    st.warning(f"The schema's columns are still proposals read from the table ("
+               f"{', '.join(schema.proposed[:5])}{'…' if len(schema.proposed) > 5 else ''}): "
+               "confirm their kinds, integer flags and missing values on the Data page before "
+               "a run.")
+    st.page_link("app_pages/data.py", label="Review and confirm the schema", icon="🗂️")
 
 
 def explain(text: str) -> None:
@@ -173,17 +180,25 @@ def work(model, private, test, schema, budget, config, name):
     return run
 
 
-def report(run: state.Run) -> str:
-    """The run's HTML report, made when the button is pressed (it embeds 5 MB of Plotly)."""
-    record = {**run.ledger, **{k: run.config[k] for k in ("method", "params",
-                                                          "postprocessing_seed", "schema",
-                                                          "command")},
-              "rows": len(run.synthetic), "seconds": run.seconds}
-    return run_report(record, run.synthetic, run.real, run.schema)
+def record(run: state.Run) -> dict:
+    """The run as a ledger file holds it: ledger, method, parameters, public schema, command."""
+    return {**run.ledger, **{k: run.config[k] for k in ("method", "params",
+                                                        "postprocessing_seed", "schema",
+                                                        "command")},
+            "rows": len(run.synthetic)}
+
+
+def release_page(run: state.Run) -> str:
+    """The releasable HTML report, made when the button is pressed (it embeds 5 MB of Plotly)."""
+    return release_report(record(run), run.synthetic)
+
+
+def steward_page(run: state.Run) -> str:
+    return steward_report(record(run), run.synthetic, run.real, run.schema)
 
 
 busy = state.job() is not None
-if st.button("Run", type="primary", disabled=busy or budget is None):
+if st.button("Run", type="primary", disabled=busy or budget is None or bool(schema.proposed)):
     with state.guard("Starting the run"):
         private, test = split(ds.table)
         params = model.get_params()
@@ -269,6 +284,11 @@ c2.metric("δ spent", f"{run.ledger['total_delta']:.2e}")
 c3.metric("rows", f"{len(run.synthetic):,}")
 c4.metric("seconds", f"{run.seconds:.1f}")
 st.plotly_chart(ledger_chart(run.ledger), width="stretch", key="ledger")
+st.markdown("**Release checklist** (read off the private table: for your eyes)")
+for check in release_checklist(run.real, run.synthetic, Schema.from_dict(run.config["schema"])):
+    (st.warning if check.warn else st.caption)(f"{check.item}: {check.text}")
+st.markdown("**The release**: nothing in these files is read from the private table except "
+            "through the mechanisms on the ledger.")
 d1, d2, d3, d4 = st.columns(4)
 d1.download_button("Synthetic table (CSV)", run.synthetic.to_csv(index=False),
                    file_name="synth.csv", mime="text/csv")
@@ -276,11 +296,14 @@ d2.download_button("Privacy ledger (JSON)", json.dumps(run.ledger, indent=2),
                    file_name="ledger.json", mime="application/json")
 d3.download_button("Run configuration (JSON)", json.dumps(run.config, indent=2),
                    file_name="run.json", mime="application/json")
-d4.download_button("Run report (HTML)", partial(report, run), file_name="report.html",
-                   mime="text/html", on_click="ignore",
-                   help="Figures, parameters, ledger, timing and environment in one page. Its "
-                        "real-against-synthetic section is marked: for your eyes, not for "
-                        "release.")
+d4.download_button("Release report (HTML)", partial(release_page, run),
+                   file_name="release_report.html", mime="text/html", on_click="ignore",
+                   help="Ledger, parameters and the synthetic table's own charts.")
+st.markdown("**For you only, not for release**")
+st.download_button("Steward-only report (HTML)", partial(steward_page, run),
+                   file_name="steward_only_report.html", mime="text/html", on_click="ignore",
+                   help="The release report plus real-against-synthetic comparisons: it "
+                        "shows the private table's marginals, so keep it with the data.")
 st.code(run.config["command"], language="bash")
 st.caption("To run the same configuration outside the app, save the configuration's `schema` "
            "as schema.json and run the command above on the same table. Its noise is fresh, so "

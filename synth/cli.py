@@ -3,6 +3,7 @@
 These forms are a contract that outside tools script against (see README.md):
 
     python -m synth schema infer DATA.csv --out schema.json
+    python -m synth schema confirm schema.json DATA.csv [--public COL,...] [--nice]
     python -m synth run DATA.csv --schema schema.json --method NAME --epsilon E --delta D
         --out synth.csv --ledger ledger.json [--postprocessing-seed S] [--set key=value ...]
     python -m synth evaluate REAL_TEST.csv SYNTH.csv --schema schema.json --target COL
@@ -26,12 +27,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from synth import declarations
+from synth.checklist import release_checklist
 from synth.data import DEFAULT_MAX_BYTES, read_table
 from synth.errors import Cancelled, ParameterError, SynthError, check_int, check_positive
 from synth.methods import METHODS, FitContext, Progress, Spent, StageStarted, make, parse_settings
 from synth.privacy.budget import Budget, default_delta, epsilon_text, merge_shares
 from synth.protocol import protocol_split, train_test
-from synth.schema import Schema, infer_schema
+from synth.schema import Schema, infer_schema, validate
 from synth.sweep import DEMO, PRESETS
 
 
@@ -131,9 +134,37 @@ def cmd_schema_infer(args: argparse.Namespace) -> int:
     for col in schema:
         for flag in col.flags:
             print(f"warning: column {col.name!r}: {flag}", file=sys.stderr)
-    kinds = ", ".join(f"{c.name}:{c.kind[:3]}" for c in schema)
-    print(f"wrote schema of {len(schema)} columns to {args.out} ({kinds}); every domain is "
-          "data-derived until you set \"public\": true for those that are public knowledge",
+    kinds = ", ".join(f"{c.name}:{c.kind[:3]}{'(int)' if c.integer else ''}" for c in schema)
+    print(f"wrote a proposed schema of {len(schema)} columns to {args.out} ({kinds}). It is "
+          "read off the table: check each kind, integer flag and missing policy, then run\n"
+          f"  python -m synth schema confirm {shlex.quote(str(args.out))} "
+          f"{shlex.quote(str(args.data))} --public COLUMN,... --nice\n"
+          "naming the columns whose categories or bounds are public knowledge (a codebook); "
+          "a run learns the other domains privately", file=sys.stderr)
+    return 0
+
+
+def cmd_schema_confirm(args: argparse.Namespace) -> int:
+    schema = Schema.load(args.schema)
+    table = read_table(args.data, max_bytes=args.max_bytes)
+    public = [n.strip() for item in args.public or [] for n in item.split(",") if n.strip()]
+    if public == ["all"]:
+        public = schema.names
+    newly = [n for n in public if n in schema.names and not schema[n].public]
+    schema = schema.confirm().declare_public([c.name for c in schema if c.public] + public)
+    if args.nice:
+        schema = declarations.round_bounds(schema, table, newly)
+    validate(table, schema)  # the declared domains must hold the table's values
+    for col in schema:
+        if col.public:
+            print(f"public {col.name}: {declarations.published(col)}", file=sys.stderr)
+    for line in declarations.warnings(schema, table):
+        print(f"warning: {line}", file=sys.stderr)
+    _write(args.schema, schema.save)
+    learned = [c.name for c in schema if not c.public]
+    print(f"confirmed {len(schema)} columns in {args.schema}; "
+          + (f"a run learns {len(learned)} domains privately ({', '.join(learned[:6])}"
+             f"{'…' if len(learned) > 6 else ''})" if learned else "every domain is public"),
           file=sys.stderr)
     return 0
 
@@ -142,6 +173,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     table = read_table(args.data, max_bytes=args.max_bytes)
     schema = Schema.load(args.schema)
+    schema.check_declared()
     params, shares = parse_settings(args.set or [])
     synth = make(args.method, params)
     delta = args.delta if args.delta is not None else default_delta(len(table))
@@ -177,6 +209,10 @@ def cmd_run(args: argparse.Namespace) -> int:
           f"spent ε={epsilon_text(release['total_epsilon'])}, "
           f"δ={release['total_delta']:.3g} of ε={budget.epsilon:g}, δ={budget.delta:.3g}",
           file=sys.stderr)
+    print("release checklist (read off your private table: for you, not for release):",
+          file=sys.stderr)
+    for check in release_checklist(table, out, synth.schema_):
+        print(f"  {'WARNING' if check.warn else 'note'}: {check.text}", file=sys.stderr)
     return 0
 
 
@@ -318,22 +354,27 @@ def cmd_report(args: argparse.Namespace) -> int:
     from synth import report  # deferred: plotly's bundle is only needed here
 
     source = Path(args.source)
+    what = "report"
     if source.suffix == ".csv":  # our own sweep table: plain numbers, no schema needed
         import pandas as pd
 
         page = report.sweep_report(pd.read_csv(source))
     else:
         record = json.loads(source.read_text())
-        synthetic = real = schema = None
-        if args.real is not None:
-            if args.synthetic is None:
-                raise ParameterError("--real needs --synthetic: the table to compare it with")
-            schema = Schema.from_dict(record["schema"])
+        synthetic = None
+        if args.real is not None and args.synthetic is None:
+            raise ParameterError("--real needs --synthetic: the table to compare it with")
+        if args.synthetic is not None:
             synthetic = read_table(args.synthetic, max_bytes=args.max_bytes)
+        if args.real is None:
+            page, what = report.release_report(record, synthetic), "release report"
+        else:
             real = read_table(args.real, max_bytes=args.max_bytes)
-        page = report.run_report(record, synthetic, real, schema)
+            page = report.steward_report(record, synthetic, real,
+                                         Schema.from_dict(record["schema"]))
+            what = "steward-only report (it compares with --real: keep it, do not release it)"
     _write(args.out, lambda p: p.write_text(page))
-    print(f"wrote {args.out}", file=sys.stderr)
+    print(f"wrote {what} to {args.out}", file=sys.stderr)
     return 0
 
 
@@ -363,6 +404,19 @@ def build_parser() -> argparse.ArgumentParser:
     infer.add_argument("--target", help="target column for utility checks")
     data_arg(infer)
     infer.set_defaults(func=cmd_schema_infer)
+    confirm = schema.add_parser(
+        "confirm", help="confirm a proposed schema and declare which domains are public")
+    confirm.add_argument("schema", type=Path, help="the schema file, rewritten in place")
+    confirm.add_argument("data", help="the table, to check the schema and warn about "
+                                      "public domains that match it")
+    confirm.add_argument("--public", action="append", metavar="COLUMN,...",
+                         help="columns whose categories or bounds are public knowledge ('all' "
+                              "for every column); repeatable")
+    confirm.add_argument("--nice", action="store_true",
+                         help="round the bounds of newly public numeric columns outward to "
+                              "round numbers, so no record's value is published")
+    data_arg(confirm)
+    confirm.set_defaults(func=cmd_schema_confirm)
 
     run = sub.add_parser("run", help="fit a method and write a synthetic table and its ledger")
     run.add_argument("data")
@@ -447,8 +501,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="a self-contained HTML report of a run or a sweep")
     rep.add_argument("source", help="a run's ledger (.json, from run --ledger) or a sweep's "
                                     "table (.csv, from sweep --out)")
-    rep.add_argument("--synthetic", help="the run's synthetic table, to compare with --real")
-    rep.add_argument("--real", help="the real table: adds comparisons that are not releasable")
+    rep.add_argument("--synthetic", help="the run's synthetic table: its marginals join the "
+                                         "release report")
+    rep.add_argument("--real", help="the private table: makes a steward-only report comparing "
+                                    "it with --synthetic (not for release)")
     rep.add_argument("--out", type=Path, required=True)
     data_arg(rep)
     rep.set_defaults(func=cmd_report)

@@ -23,20 +23,23 @@ REAL = "real (not releasable)"
 _NOT_RELEASABLE = "uses the real data: for your eyes, not part of the release"
 
 
-def marginal_chart(real: pd.DataFrame, synthetic: Mapping[str, pd.DataFrame], schema: Schema,
-                   column: str, bins: int = FIDELITY_BINS) -> go.Figure:
-    """Grouped bars of one column's distribution: real next to each synthetic table."""
-    schema = comparable(schema, real, *synthetic.values())
+def marginal_chart(real: pd.DataFrame | None, synthetic: Mapping[str, pd.DataFrame],
+                   schema: Schema, column: str, bins: int = FIDELITY_BINS) -> go.Figure:
+    """Grouped bars of one column's distribution: real (unless None) next to each synthetic
+    table."""
+    tables = {**({REAL: real} if real is not None else {}), **synthetic}
+    schema = comparable(schema, *tables.values())
     disc = Discretizer(model_schema(schema), bins=bins)
     j = disc.schema.names.index(column)
     size = int(disc.sizes[j])
     labels = disc.labels(column)
     fig = go.Figure()
-    for name, table in {REAL: real, **synthetic}.items():
+    for name, table in tables.items():
         codes = disc.codes(model_frame(table, schema))[:, j]
         share = np.bincount(codes, minlength=size) / max(len(codes), 1)
         fig.add_bar(name=name, x=labels, y=share)
-    fig.update_layout(barmode="group", title=f"{column}: share of rows ({_NOT_RELEASABLE})",
+    note = f" ({_NOT_RELEASABLE})" if real is not None else ""
+    fig.update_layout(barmode="group", title=f"{column}: share of rows{note}",
                       yaxis_title="share of rows", legend_title="table")
     return fig
 

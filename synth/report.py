@@ -19,33 +19,49 @@ from synth.schema import Schema
 
 REAL_DATA = ("Uses the real data: for the data steward's eyes, not part of the release. "
              "Leave this section out before sharing the report.")
+STEWARD_ONLY = ("This report compares the release with the private table. Keep it with the "
+                "data; share the release report instead.")
 PACKAGES = ("numpy", "pandas", "scikit-learn", "scipy", "torch", "opacus", "plotly",
             "streamlit")
 
 
-def run_report(record: Mapping[str, Any], synthetic: pd.DataFrame | None = None,
-               real: pd.DataFrame | None = None, schema: Schema | None = None) -> str:
-    """A run's ledger file (as ``synth run --ledger`` writes it), with comparisons against the
-    real table when one is given."""
-    released = [_figure(ledger_chart(record))]
-    title = f"Run report: {record.get('method', 'a run')}"
-    body = [_h(title, 1), _p(f"Privacy: {record.get('guarantee') or _guarantee(record)}."),
-            _h("Releasable: parameters, ledger, timing", 2), *released,
+def release_report(record: Mapping[str, Any], synthetic: pd.DataFrame | None = None) -> str:
+    """A releasable report of a run's ledger file (as ``synth run --ledger`` writes it):
+    parameters, ledger and, given the synthetic table, its own marginals. Nothing in it reads
+    the private table, and it holds no runtime or file path."""
+    title = f"Release report: {record.get('method', 'a run')}"
+    return _page(title, [_h(title, 1), *_released(record, synthetic)])
+
+
+def steward_report(record: Mapping[str, Any], synthetic: pd.DataFrame, real: pd.DataFrame,
+                   schema: Schema) -> str:
+    """The release report plus real-against-synthetic comparisons: for the steward only."""
+    from synth.evaluation import marginal_tvd
+
+    title = f"Steward-only report (not for release): {record.get('method', 'a run')}"
+    body = [_h(title, 1), _p(STEWARD_ONLY), *_released(record, synthetic),
+            _h("Real against synthetic", 2), _p(REAL_DATA),
+            _figure(tvd_heatmap(marginal_tvd(real, synthetic, schema)))]
+    body += [_figure(marginal_chart(real, {"synthetic": synthetic}, schema, c))
+             for c in schema.names[:6]]
+    return _page(title, body)
+
+
+def _released(record: Mapping[str, Any], synthetic: pd.DataFrame | None) -> list[str]:
+    body = [_p(f"Privacy: {record.get('guarantee') or _guarantee(record)}."),
+            _figure(ledger_chart(record)),
             _table({"method": record.get("method"),
                     "post-processing seed": record.get("postprocessing_seed"),
-                    "rows": record.get("rows"), "seconds": record.get("seconds"),
-                    "command": record.get("command")}),
+                    "rows": record.get("rows"), "command": record.get("command")}),
             _h("Parameters", 3), _pre(record.get("params", {})),
             _h("Ledger", 3), _pre({k: v for k, v in record.items() if k not in (
                 "schema", "params", "command")})]
-    if real is not None and synthetic is not None and schema is not None:
-        from synth.evaluation import marginal_tvd
-
-        body += [_h("Real against synthetic", 2), _p(REAL_DATA),
-                 _figure(tvd_heatmap(marginal_tvd(real, synthetic, schema)))]
-        body += [_figure(marginal_chart(real, {"synthetic": synthetic}, schema, c))
+    if synthetic is not None and record.get("schema"):
+        schema = Schema.from_dict(record["schema"])
+        body += [_h("The synthetic table", 2)]
+        body += [_figure(marginal_chart(None, {"synthetic": synthetic}, schema, c))
                  for c in schema.names[:6]]
-    return _page(title, body)
+    return body
 
 
 def sweep_report(rows: pd.DataFrame) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -29,6 +30,7 @@ OTHER = "other"  # a column whose categories include it absorbs values it has no
 # values are missing, see synth.missing), "fill" (missing values become a public fill_value)
 MISSING_POLICIES = ("none", "indicator", "fill")
 
+_NUMBER_TEXT = re.compile(r"^[\s$€£¥]*[-+]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?\s*[%$€£¥]?\s*$")
 _BOOL_WORDS = ({"true", "false"}, {"yes", "no"}, {"t", "f"}, {"y", "n"})
 
 
@@ -46,6 +48,7 @@ class Column:
     missing: str = "none"
     fill_value: float | None = None
     learned: bool = False
+    proposed: bool = False  # kind, integer flag and missing policy read off the data, unconfirmed
     flags: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -170,6 +173,30 @@ class Schema:
     def releasable(self) -> bool:
         return all(c.releasable for c in self.columns)
 
+    @property
+    def proposed(self) -> list[str]:
+        """Columns whose kind, integer flag and missing policy the user has not confirmed."""
+        return [c.name for c in self.columns if c.proposed]
+
+    def confirm(self, names: Iterable[str] | None = None) -> Schema:
+        """The user's declaration that ``names`` (default: all) have the kind, integer flag and
+        missing policy the schema gives them: no longer proposals read off the data."""
+        chosen = set(self.names if names is None else names)
+        unknown = chosen - set(self.names)
+        if unknown:
+            raise SchemaError(f"cannot confirm unknown columns: {sorted(unknown)}")
+        return replace(self, columns=tuple(replace(c, proposed=False) if c.name in chosen else c
+                                           for c in self.columns))
+
+    def check_declared(self) -> None:
+        """Refuse proposals: what a release's columns are must be the user's word."""
+        if self.proposed:
+            names = self.proposed
+            raise SchemaError(
+                f"columns {names[:6]}{'…' if len(names) > 6 else ''} are proposals read from "
+                "the data (kind, integer flag, missing policy): review them, then confirm "
+                "(synth schema confirm, or the Data page's confirmation)")
+
     def drop(self, names: Iterable[str]) -> Schema:
         names = set(names)
         unknown = names - set(self.names)
@@ -224,7 +251,7 @@ class Schema:
                 if not isinstance(args["categories"], list):
                     raise SchemaError(f"column {raw['name']!r}: categories must be a list")
                 args["categories"] = tuple(args["categories"])
-            for flag in ("public", "integer", "learned"):
+            for flag in ("public", "integer", "learned", "proposed"):
                 if flag in args and not isinstance(args[flag], bool):
                     raise SchemaError(f"column {raw['name']!r}: {flag!r} must be true or false")
             columns.append(Column(**args))
@@ -257,10 +284,12 @@ class Schema:
 
 def infer_schema(table: pd.DataFrame, target: str | None = None, *, max_codes: int = 10,
                  id_ratio: float = 0.95) -> Schema:
-    """Guess each column's kind and domain from the table itself.
+    """Propose each column's kind, integer flag, missing policy and domain from the table.
 
-    Domains found here are **data-derived** (``public=False``): fine for the steward to look
-    at, but a run learns them privately unless the user declares them public. Suspicious
+    Everything found here is read off the private table: every column is ``proposed`` (a run
+    refuses it until the user confirms it, :meth:`Schema.confirm`) and every domain is
+    **data-derived** (``public=False``): a run learns it privately unless the user declares it
+    public. Suspicious
     columns (identifier-like, constant, all missing, many missing) get ``flags``.
     Integer-valued columns with at most ``max_codes`` distinct values are treated as codes.
     """
@@ -268,8 +297,8 @@ def infer_schema(table: pd.DataFrame, target: str | None = None, *, max_codes: i
         raise SchemaError("the table has no columns")
     if target is not None and target not in table.columns:
         raise SchemaError(f"target column {target!r} is not in the table")
-    columns = tuple(_infer_column(str(name), table[name], max_codes, id_ratio)
-                    for name in table.columns)
+    columns = tuple(replace(_infer_column(str(name), table[name], max_codes, id_ratio),
+                            proposed=True) for name in table.columns)
     schema = Schema(columns)
     if target is not None:
         col = schema[target]
@@ -281,9 +310,12 @@ def infer_schema(table: pd.DataFrame, target: str | None = None, *, max_codes: i
 
 
 def edit_column(col: Column, values: pd.Series, kind: str, *, lower: float | None = None,
-                upper: float | None = None, categories: Iterable[str] | None = None) -> Column:
+                upper: float | None = None, categories: Iterable[str] | None = None,
+                integer: bool | None = None, missing: str | None = None,
+                fill_value: float | None = None) -> Column:
     """``col`` as a user edits it: a new kind re-reads the domain from ``values`` (so it is
-    data-derived until declared public); given bounds or categories replace the domain."""
+    data-derived until declared public); given bounds or categories replace the domain, and a
+    given integer flag or missing policy replaces the column's."""
     if kind not in KINDS:
         raise SchemaError(f"column {col.name!r}: kind must be 'numeric' or 'categorical', "
                           f"got {kind!r}")
@@ -297,16 +329,23 @@ def edit_column(col: Column, values: pd.Series, kind: str, *, lower: float | Non
                               "not numbers")
         col = Column(col.name, NUMERIC, lower=float(numbers.min()), upper=float(numbers.max()),
                      integer=bool(np.all(numbers == np.round(numbers))), flags=col.flags,
-                     missing="indicator" if len(present) < len(values) else "none")
+                     missing="indicator" if len(present) < len(values) else "none",
+                     proposed=col.proposed)
     if kind == NUMERIC and (lower is not None or upper is not None):
         col = replace(col, lower=lower, upper=upper, learned=False)
     if kind == CATEGORICAL and categories is not None:
         col = replace(col, categories=tuple(categories), learned=False)
+    if kind == NUMERIC and integer is not None:
+        col = replace(col, integer=bool(integer))
+    if kind == NUMERIC and missing is not None:
+        col = replace(col, missing=missing,
+                      fill_value=fill_value if missing == "fill" else None)
     return col
 
 
 def _as_categorical(col: Column, values: pd.Series) -> Column:
-    return Column(col.name, CATEGORICAL, categories=_categories_of(values), flags=col.flags)
+    return Column(col.name, CATEGORICAL, categories=_categories_of(values), flags=col.flags,
+                  proposed=col.proposed)
 
 
 def _categories_of(values: pd.Series) -> tuple[str, ...]:
@@ -345,6 +384,10 @@ def _infer_column(name: str, values: pd.Series, max_codes: int, id_ratio: float)
         return Column(name, NUMERIC, lower=float(as_number.min()),
                       upper=float(as_number.max()), integer=integer,
                       missing="indicator" if n_missing else "none", flags=tuple(flags))
+    example = numbers_as_text(present)
+    if example is not None:
+        flags.append(f"numbers stored as text (e.g. {example!r}): read them as numbers (the "
+                     "Data page offers it) or remove separators and currency signs from the file")
     if identifier:
         flags.append(id_flag)
     elif distinct > 100:
@@ -361,6 +404,27 @@ def _numbers(values: pd.Series) -> np.ndarray | None:
     else:
         out = pd.to_numeric(values.astype(str).str.strip(), errors="coerce").to_numpy(dtype=float)
     return out if np.isfinite(out).all() else None
+
+
+def numbers_as_text(values: pd.Series) -> str | None:
+    """An example when a column's values are numbers written with thousands separators or
+    currency signs ("3,750", "$1,200"), which would otherwise be read as categories."""
+    text = values.dropna().astype(str).str.strip()
+    text = text[text != ""]
+    if text.empty or not pd.to_numeric(text, errors="coerce").isna().any():
+        return None
+    looks = text.str.match(_NUMBER_TEXT)
+    if looks.mean() < 0.95:
+        return None
+    odd = text[looks & pd.to_numeric(text, errors="coerce").isna()]
+    return str(odd.iloc[0]) if len(odd) else None
+
+
+def as_numbers(values: pd.Series) -> pd.Series:
+    """The fix for :func:`numbers_as_text`: separators and currency signs removed."""
+    cleaned = values.astype("string").str.replace(r"[\s,$€£¥%]", "", regex=True)
+    return pd.to_numeric(cleaned, errors="coerce").where(values.notna())
+
 
 
 # ---- a table against its schema -------------------------------------------------------------

@@ -89,6 +89,12 @@ def test_uploaded_table_learns_its_domains_privately(app):
     assert not app.exception and not app.error
     assert "mine.csv: 600 rows" in texts(app)
     assert "learns them privately" in texts(app)
+    assert "3 columns are proposals read from the table" in texts(app)
+    app.switch_page(SYNTH).run()
+    assert run_button(app).disabled and "still proposals" in texts(app)  # not yet confirmed
+    app.switch_page("app_pages/data.py").run()
+    app.checkbox(key="confirm:mine.csv").check().run()
+    assert "proposals read from the table" not in texts(app)
     app.switch_page(SYNTH).run()
     share = next(s for s in app.slider if "learning data-derived domains" in s.label)
     share.set_value(0.5).run()
@@ -112,6 +118,7 @@ def test_a_failed_utility_check_keeps_the_release(app):
     next(m for m in app.multiselect if m.label.startswith("Columns whose domain")).select(
         "k").select("g").select("label").run()
     app.selectbox(key="target:onesided.csv").set_value("label").run()
+    app.checkbox(key="confirm:onesided.csv").check().run()
     app.switch_page(SYNTH).run()
     run(app)
     assert not app.exception and not app.error, [e.value for e in app.error]
@@ -286,7 +293,13 @@ def test_edit_a_column_on_the_data_page(app):
     next(b for b in app.button if b.label == "Apply to this column").click().run()
     assert not app.exception and not app.error
     described = app.dataframe[-1].value.set_index("column")
-    assert described.loc["age", "domain"] == "[0, 120] integers"
+    assert described.loc["age", "domain"] == "[0, 120]" and described.loc["age", "integer"]
+    app.checkbox(key="integer:census demo (bundled sample):age").uncheck().run()
+    app.selectbox(key="missing:census demo (bundled sample):age").set_value("fill").run()
+    app.number_input(key="fill:census demo (bundled sample):age").set_value(40.0).run()
+    next(b for b in app.button if b.label == "Apply to this column").click().run()
+    described = app.dataframe[-1].value.set_index("column")
+    assert not described.loc["age", "integer"] and described.loc["age", "missing values"] == "fill"
     app.selectbox(key="edit:census demo (bundled sample)").set_value("education_years").run()
     app.radio(key="kind:census demo (bundled sample):education_years").set_value(
         "categorical").run()
@@ -300,6 +313,28 @@ def test_edit_a_column_on_the_data_page(app):
     assert any("Editing column 'sex' failed" in e.value and "not numbers" in e.value
                for e in app.error)
     assert app.dataframe[-1].value.set_index("column").loc["sex", "kind"] == "categorical"
+
+
+def test_declaring_a_domain_public_shows_and_rounds_what_it_publishes(app):
+    rows = "\n".join(f'{18 + i % 50},{"abc"[i % 3]},"3,{100 + i}"' for i in range(300))
+    data = f"age,group,salary\n{rows}\n".encode()
+    app.sidebar.file_uploader[0].set_value(("ages.csv", data, "text/csv")).run()
+    assert any("salary" in w.value and "numbers stored as text (e.g. '3,100')" in w.value
+               for w in app.warning)
+    next(b for b in app.button if b.label == "Read salary as numbers").click().run()
+    described = app.dataframe[-1].value.set_index("column")
+    assert described.loc["salary", "kind"] == "numeric"
+    assert described.loc["salary", "domain"] == "[3100, 3399]"
+    public = next(m for m in app.multiselect if m.label.startswith("Columns whose domain"))
+    public.select("age").select("salary").run()
+    assert "**age**: whole numbers in [18, 67]" in texts(app)
+    assert any("age" in w.value and "lower 18 is the table's minimum" in w.value
+               for w in app.warning)
+    next(b for b in app.button if b.label.startswith("Round the public bounds")).click().run()
+    assert not app.exception and not app.error
+    assert "**age**: whole numbers in [10, 70]" in texts(app)
+    assert "**salary**: whole numbers in [3000, 3500]" in texts(app)
+    assert not any("the table's minimum" in w.value for w in app.warning)
 
 
 def test_load_a_schema_file_on_the_data_page(app):

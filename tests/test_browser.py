@@ -94,10 +94,15 @@ def test_starts_on_the_sample_and_runs(page):
     page.locator(".js-plotly-plot").first.wait_for(timeout=20_000)
     shot(page, "synthesize.png")
     with page.expect_download(timeout=60_000) as download:  # made on the click
-        page.get_by_role("button", name="Run report (HTML)").click()
+        page.get_by_role("button", name="Release report (HTML)").click()
     report = Path(download.value.path()).read_text()
-    assert "Run report: independent" in report and "Plotly.newPlot" in report
-    assert "Privacy: (1, " in report and "Uses the real data" in report  # ε = 1, and labelled
+    assert "Release report: independent" in report and "Plotly.newPlot" in report
+    assert "Privacy: (1, " in report and "Uses the real data" not in report  # releasable
+    with page.expect_download(timeout=60_000) as download:
+        page.get_by_role("button", name="Steward-only report (HTML)").click()
+    report = Path(download.value.path()).read_text()
+    assert download.value.suggested_filename == "steward_only_report.html"
+    assert "Steward-only report (not for release)" in report and "Uses the real data" in report
     assert "Traceback" not in page.content()
     other = page.context.browser.new_context().new_page()  # a second tab is its own session
     other.goto(page.url)

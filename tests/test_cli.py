@@ -34,13 +34,22 @@ def test_infer_run_evaluate_round_trip(tmp_path, adult_files):
     assert res.returncode == 0, res.stderr
     schema = Schema.load(schema_path)
     assert schema.target == "income" and schema["age"].kind == "numeric"
-    # declare the protocol's public domains, as a steward would by editing the file
-    public = json.loads(schema_path.read_text())
-    for col in public["columns"]:
-        col["public"] = True
-    schema_path.write_text(json.dumps(public))
-
+    assert schema.proposed == schema.names and "schema confirm" in res.stderr
     out, ledger = tmp_path / "synth.csv", tmp_path / "ledger.json"
+    res = synth("run", adult_files / "adult_train.csv", "--schema", schema_path, "--method",
+                "independent", "--epsilon", 1, "--out", out, "--ledger", ledger)
+    assert res.returncode == 2 and "are proposals read from the data" in res.stderr
+    assert not out.exists() and not ledger.exists()  # refused before anything ran
+    # declare the protocol's public domains, rounded so that no record's value is published
+    res = synth("schema", "confirm", schema_path, adult_files / "adult_train.csv", "--public",
+                "all", "--nice")
+    assert res.returncode == 0, res.stderr
+    assert "public age: whole numbers in [10, 100]" in res.stderr  # 17–90 in the table
+    assert "warning: column 'sex': the public categories are exactly the 2 values" in res.stderr
+    schema = Schema.load(schema_path)
+    assert not schema.proposed and schema.releasable
+
+
     res = synth("run", adult_files / "adult_train.csv", "--schema", schema_path, "--method",
                 "independent", "--epsilon", 1, "--delta", 1e-5, "--postprocessing-seed", 0,
                 "--out", out,
@@ -74,6 +83,7 @@ def test_run_with_data_derived_domains_and_a_share(tmp_path):
     table, _ = sample_paths()
     schema_path = tmp_path / "inferred.json"
     assert synth("schema", "infer", table, "--out", schema_path).returncode == 0
+    assert synth("schema", "confirm", schema_path, table).returncode == 0  # nothing public
     res = synth("run", table, "--schema", schema_path, "--method", "independent", "--epsilon",
                 4, "--postprocessing-seed", 1, "--out", tmp_path / "o.csv", "--ledger",
                 tmp_path / "l.json",

@@ -97,7 +97,7 @@ def test_ledger_records_the_gaussian_it_ran(sample):
 @given(eps=st.floats(0.05, 10), log_delta=st.floats(-9, -3), domain=st.floats(0.05, 0.9))
 def test_ledger_total_never_exceeds_the_budget(sample, eps, log_delta, domain):
     table, _ = sample
-    schema = infer_schema(table, target="income")  # data-derived: domains are learned too
+    schema = infer_schema(table, target="income").confirm()  # domains are learned too
     budget = Budget(eps, 10.0**log_delta, {"domain": domain, "measure": 1 - domain})
     model = make("independent")
     try:
@@ -111,7 +111,7 @@ def test_ledger_total_never_exceeds_the_budget(sample, eps, log_delta, domain):
 
 def test_data_derived_domains_need_a_domain_share(sample):
     table, _ = sample
-    schema = infer_schema(table)
+    schema = infer_schema(table).confirm()
     with pytest.raises(BudgetError, match="give the budget a 'domain' share"):
         make("independent").fit(table, schema, BUDGET)
     model = make("independent")

@@ -28,7 +28,8 @@ def reports(tmp_path_factory):
     table, schema = sample_paths()
     assert synth("run", table, "--schema", schema, "--method", "independent", "--epsilon", 1,
                  "--out", "o.csv", "--ledger", "l.json", "--quiet", cwd=out).returncode == 0
-    assert synth("report", "l.json", "--out", "plain.html", cwd=out).returncode == 0
+    assert synth("report", "l.json", "--synthetic", "o.csv", "--out", "plain.html",
+                 cwd=out).returncode == 0
     res = synth("report", "l.json", "--synthetic", "o.csv", "--real", table, "--out",
                 "full.html", cwd=out)
     assert res.returncode == 0, res.stderr
@@ -39,14 +40,17 @@ def reports(tmp_path_factory):
     return out
 
 
-def test_run_report_has_the_ledger_figures_and_environment(reports):
+def test_release_and_steward_reports_are_split_and_named(reports):
     plain = (reports / "plain.html").read_text()
     full = (reports / "full.html").read_text()
     ledger = json.loads((reports / "l.json").read_text())
-    assert "Privacy ledger" in plain and "(1, " in ledger["guarantee"]
+    assert "Release report: independent" in plain and "Privacy ledger" in plain
+    assert "(1, " in ledger["guarantee"]
     assert ledger["entries"][0]["event"]["type"] in plain and "scikit-learn" in plain
+    assert "synthetic" in plain and "real (not releasable)" not in plain  # synthetic-only bars
     label = html.escape(REAL_DATA)
     assert label not in plain  # nothing from the real table without --real
+    assert "Steward-only report (not for release)" in full
     assert label in full and full.count("plotly-graph-div") > plain.count("plotly-graph-div")
     assert "<script>" in plain and "<script src=" not in plain  # self-contained
 

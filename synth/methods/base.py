@@ -180,6 +180,7 @@ class Synthesizer:
             ctx: FitContext | None = None) -> Synthesizer:
         ctx = ctx or FitContext()
         self.__dict__.pop("schema_", None)  # a failed or cancelled fit leaves it unfitted
+        schema.check_declared()
         unshared = [s for s in self.stages if s not in budget.shares]
         if unshared:
             raise SynthError(f"method {self.name!r} needs budget shares for {unshared}; "

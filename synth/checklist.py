@@ -1,0 +1,78 @@
+"""The release checklist: what a steward should look at before a synthetic table leaves.
+
+Each item compares the release with the private table, so the checklist itself is for the
+steward's eyes (the CLI prints it to the terminal, the app shows it beside the downloads) and
+is never part of a release. A release can be correct and still useless: a learned domain that
+folded most of a column into ``other``, bounds that clip many values, numbers read as text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from synth.schema import CATEGORICAL, OTHER, Schema, category_values, numbers_as_text
+
+LOUD = 0.05  # a share above this is a warning, not a note
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the checklist; ``warn`` when the steward should act before releasing."""
+
+    item: str
+    text: str
+    warn: bool = False
+
+
+def release_checklist(real: pd.DataFrame, synthetic: pd.DataFrame,
+                      schema: Schema) -> list[Check]:
+    """The checklist for ``synthetic``, released under ``schema`` (the run's public schema),
+    from the private table ``real`` it was fitted on."""
+    checks = [Check("rows", f"{len(synthetic):,} synthetic rows from {len(real):,} private rows",
+                    warn=len(synthetic) == 0)]
+    for col in schema:
+        if col.name not in real.columns:
+            continue
+        values = real[col.name]
+        if col.kind == CATEGORICAL:
+            checks += _folded(col.name, values, col.categories or ())
+        elif col.lower is not None:
+            numbers = pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float)
+            outside = float(np.mean((numbers < col.lower) | (numbers > col.upper))) if (
+                numbers.size) else 0.0
+            if outside:
+                checks.append(Check(
+                    "bounds", f"{col.name}: {outside:.1%} of private values lie outside "
+                    f"[{col.lower:g}, {col.upper:g}] and were clipped to the bounds",
+                    warn=outside > LOUD))
+            synth = pd.to_numeric(synthetic[col.name], errors="coerce").dropna()
+            at = float(synth.isin([col.lower, col.upper]).mean()) if len(synth) else 0.0
+            if at > LOUD:
+                checks.append(Check("bounds", f"{col.name}: {at:.1%} of synthetic values sit "
+                                              f"exactly at a bound", warn=False))
+        example = numbers_as_text(values) if col.kind == CATEGORICAL else None
+        if example is not None:
+            checks.append(Check("numbers as text", f"{col.name}: values such as {example!r} "
+                                "are numbers stored as text, synthesized as categories; read "
+                                "them as numbers and declare the column numeric", warn=True))
+    return checks
+
+
+def _folded(name: str, values: pd.Series, categories: tuple[str, ...]) -> list[Check]:
+    if OTHER not in categories:
+        return []
+    text = category_values(values)
+    lost = text[~text.isin(set(categories))]
+    if lost.empty:
+        return []
+    share = len(lost) / len(text)
+    top = ", ".join(f"{k!r} ({v / len(text):.1%})" for k, v in lost.value_counts()[:5].items())
+    more = lost.nunique() - min(5, lost.nunique())
+    return [Check("folded into other",
+                  f"{name}: {share:.1%} of private rows hold categories the release folds into "
+                  f"{OTHER!r}: {top}{f' and {more} more' if more else ''}; declare the "
+                  "column's categories public, or give the domain share more budget",
+                  warn=share > LOUD)]

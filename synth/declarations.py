@@ -1,0 +1,101 @@
+"""Declaring domains public: what exactly is published, and when it gives the table away.
+
+A public domain is released as is. Bounds proposed by :func:`synth.schema.infer_schema` are
+the table's own minimum and maximum, and a proposed category list is the exact set of values
+present: publishing either publishes the most extreme records and the rarest values. So a
+declaration is shown with the exact values it publishes, warned about when it matches the
+table, and offered rounded ("nice") bounds that do not depend on any one record.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from synth.schema import CATEGORICAL, MISSING, OTHER, Column, Schema, category_values
+
+RARE = 5  # a category held by fewer rows is called rare in warnings
+
+
+def nice_bounds(lower: float, upper: float) -> tuple[float, float]:
+    """[lower, upper] widened outward to multiples of a round step (1, 2 or 5 × 10^k, about a
+    tenth of the largest magnitude), strictly beyond both values except a floor of 0 for
+    non-negative data: 17–90 gives 10–100, 3–987,654 gives 0–1,000,000."""
+    scale = max(abs(lower), abs(upper), upper - lower)
+    if scale < 1e-9:  # zero, or too small for a round step: the unit interval around it
+        return -1.0, 1.0
+    power = 10.0 ** math.floor(math.log10(scale))
+    step = next(m * power for m in (0.1, 0.2, 0.5, 1.0) if scale / (m * power) <= 10)
+    digits = max(0, 1 - math.floor(math.log10(step)))  # 0.30000000000000004 → 0.3
+    lo = round(math.floor(lower / step) * step, digits)
+    hi = round(math.ceil(upper / step) * step, digits)
+    if lo >= lower and lower != 0:
+        lo = round(lo - step, digits)
+    if hi <= upper:
+        hi = round(hi + step, digits)
+    if lower >= 0:
+        lo = max(lo, 0.0)
+    return float(lo), float(hi)
+
+
+def published(col: Column) -> str:
+    """The exact domain a public column publishes, in words."""
+    if col.kind == CATEGORICAL:
+        return f"categories {list(col.categories or ())}"
+    kind = "whole numbers" if col.integer else "numbers"
+    return f"{kind} in [{col.lower:g}, {col.upper:g}]"
+
+
+def warnings(schema: Schema, table: pd.DataFrame) -> list[str]:
+    """For each public domain that matches the private table: a one-line warning naming the
+    column and what it gives away (for the steward: these read the table)."""
+    out = []
+    for col in schema:
+        if not col.public or col.name not in table.columns:
+            continue
+        values = table[col.name]
+        if col.kind == CATEGORICAL:
+            counts = category_values(values).value_counts()
+            seen = set(counts.index) - {MISSING}
+            declared = set(col.categories or ()) - {MISSING, OTHER}
+            if declared and declared == seen:
+                rare = int((counts.drop(MISSING, errors="ignore") < RARE).sum())
+                out.append(f"column {col.name!r}: the public categories are exactly the "
+                           f"{len(seen)} values in the table, {rare} of them held by fewer than "
+                           f"{RARE} rows: publish them only if a codebook lists them all, or "
+                           "add 'other' and leave rare ones out")
+            continue
+        present = pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float)
+        if present.size == 0 or col.lower is None:
+            continue
+        hits = [f"{name} {bound:g} is the table's {which}"
+                for name, bound, which, value in (("lower", col.lower, "minimum", present.min()),
+                                                  ("upper", col.upper, "maximum", present.max()))
+                if bound == value and bound != 0]
+        if hits:
+            lo, hi = nice_bounds(float(present.min()), float(present.max()))
+            out.append(f"column {col.name!r}: {' and '.join(hits)}, so publishing it publishes "
+                       f"a real record; round it to [{lo:g}, {hi:g}] (nice bounds)")
+    return out
+
+
+def round_bounds(schema: Schema, table: pd.DataFrame, names: Iterable[str]) -> Schema:
+    """``schema`` with the bounds of the numeric columns ``names`` widened to
+    :func:`nice_bounds` of the table's values (rounding twice changes nothing more)."""
+    chosen = set(names)
+    columns = []
+    for col in schema:
+        if col.name in chosen and col.kind != CATEGORICAL and col.lower is not None:
+            present = pd.to_numeric(table[col.name], errors="coerce").dropna()
+            lo, hi = nice_bounds(float(present.min()), float(present.max())) if len(
+                present) else (col.lower, col.upper)
+            lo, hi = min(lo, col.lower), max(hi, col.upper)
+            if col.integer:
+                lo, hi = float(np.floor(lo)), float(np.ceil(hi))
+            col = replace(col, lower=lo, upper=hi)
+        columns.append(col)
+    return replace(schema, columns=tuple(columns))
