@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -55,7 +56,7 @@ class Column:
                               f"got {self.kind!r}")
         if self.categories is not None:
             cats = tuple(_category(c) for c in self.categories)
-            dupes = sorted({c for c in cats if cats.count(c) > 1})
+            dupes = repeated(cats)
             if dupes:
                 raise SchemaError(f"{where}: categories listed twice: {dupes[:5]}")
             object.__setattr__(self, "categories", cats)
@@ -115,6 +116,12 @@ class Column:
         return d
 
 
+def repeated(items: Iterable[str]) -> list[str]:
+    """The items listed more than once, sorted (in linear time: a 50,000-category list or a
+    20,000-column header is checked at once)."""
+    return sorted(item for item, count in Counter(items).items() if count > 1)
+
+
 def _category(value: Any) -> str:
     """Categories are strings; integer-valued floats (1.0 from a float column) print as ints."""
     if isinstance(value, float) and value.is_integer():
@@ -135,7 +142,7 @@ class Schema:
         if not cols:
             raise SchemaError("a schema needs at least one column")
         names = [c.name for c in cols]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        dupes = repeated(names)
         if dupes:
             raise SchemaError(f"column names appear more than once in the schema: {dupes}")
         if self.target is not None:
@@ -263,8 +270,13 @@ def infer_schema(table: pd.DataFrame, target: str | None = None, *, max_codes: i
         raise SchemaError("the table has no columns")
     if target is not None and target not in table.columns:
         raise SchemaError(f"target column {target!r} is not in the table")
-    columns = tuple(_infer_column(str(name), table[name], max_codes, id_ratio)
-                    for name in table.columns)
+    if len(set(table.dtypes)) == 1 and isinstance(table.dtypes.iloc[0], np.dtype):
+        cells = table.to_numpy()  # one dtype (a CSV's objects): columns as plain arrays
+        columns = tuple(_infer_column(str(name), cells[:, j], max_codes, id_ratio)
+                        for j, name in enumerate(table.columns))
+    else:
+        columns = tuple(_infer_column(str(name), table.iloc[:, j], max_codes, id_ratio)
+                        for j, name in enumerate(table.columns))
     schema = Schema(columns)
     if target is not None:
         col = schema[target]
@@ -310,23 +322,33 @@ def _categories_of(values: pd.Series) -> tuple[str, ...]:
     return (*cats, MISSING) if MISSING in seen else tuple(cats)
 
 
-def _infer_column(name: str, values: pd.Series, max_codes: int, id_ratio: float) -> Column:
-    present = values[(category_values(values) != MISSING).to_numpy()]
-    if len(present) == 0:
+def _infer_column(name: str, values: pd.Series | np.ndarray, max_codes: int,
+                  id_ratio: float) -> Column:
+    # each distinct value is looked at once (factorize), so a wide or many-valued table is
+    # read in about linear time
+    plain = values.dtype.kind in "biufO"  # as a numpy array: no per-call pandas overhead
+    codes, uniques = pd.factorize(np.asarray(values) if plain else values,
+                                  use_na_sentinel=True)
+    names = _names(uniques)
+    real = np.array([n != MISSING for n in names], dtype=bool)  # distinct present values
+    counts = np.bincount(codes + 1, minlength=len(uniques) + 1)[1:]
+    n_present = int(counts[real].sum())
+    if n_present == 0:
         return Column(name, CATEGORICAL, categories=(MISSING,),
                       flags=("all values are missing: drop this column",))
-    n_missing = len(values) - len(present)
-    distinct = present.nunique()
+    n_missing = len(values) - n_present
+    distinct = int(real.sum())
+    present = np.asarray(uniques)[real] if plain else pd.Series(uniques)[real]  # distinct
     flags: list[str] = []
     if distinct == 1:
         flags.append("constant: every value is the same, so it carries no information")
-    identifier = distinct > 1 and len(present) >= 20 and distinct >= id_ratio * len(present)
-    id_flag = (f"identifier-like: {distinct / len(present):.0%} of values are unique; drop it, "
+    identifier = distinct > 1 and n_present >= 20 and distinct >= id_ratio * n_present
+    id_flag = (f"identifier-like: {distinct / n_present:.0%} of values are unique; drop it, "
                "or it wastes budget on noise")
 
     as_number = _numbers(present)
-    words = {str(v).strip().lower() for v in present.unique()} if distinct <= 2 else set()
-    is_bool = pd.api.types.is_bool_dtype(present) or (
+    words = {str(v).strip().lower() for v in present} if distinct <= 2 else set()
+    is_bool = pd.api.types.is_bool_dtype(values) or (
         bool(words) and any(words <= w for w in _BOOL_WORDS))
     integer = as_number is not None and bool(np.all(as_number == np.round(as_number)))
     if as_number is not None and not is_bool and not (integer and distinct <= max_codes):
@@ -341,17 +363,22 @@ def _infer_column(name: str, values: pd.Series, max_codes: int, id_ratio: float)
         flags.append(id_flag)
     elif distinct > 100:
         flags.append(f"{distinct} categories: its marginals will be sparse and noisy")
-    return Column(name, CATEGORICAL, categories=_categories_of(values), flags=tuple(flags))
+    seen = set(names)
+    cats = sorted(seen - {MISSING})
+    missing = MISSING in seen or bool(codes.min(initial=0) < 0)
+    return Column(name, CATEGORICAL, categories=(*cats, MISSING) if missing else tuple(cats),
+                  flags=tuple(flags))
 
 
-def _numbers(values: pd.Series) -> np.ndarray | None:
+def _numbers(values: pd.Series | np.ndarray) -> np.ndarray | None:
     """The values as floats if every one of them parses as a finite number, else None."""
     if pd.api.types.is_bool_dtype(values):
         return None
     if pd.api.types.is_numeric_dtype(values):
-        out = values.to_numpy(dtype=float)
+        out = np.asarray(values, dtype=float)
     else:
-        out = pd.to_numeric(values.astype(str).str.strip(), errors="coerce").to_numpy(dtype=float)
+        text = np.array([str(v).strip() for v in values], dtype=object)
+        out = np.asarray(pd.to_numeric(text, errors="coerce"), dtype=float)
     return out if np.isfinite(out).all() else None
 
 
@@ -404,9 +431,13 @@ def category_values(values: pd.Series) -> pd.Series:
     Each distinct value is normalised once (factorize), then spread back by its code.
     """
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    names = np.array([_category(u).strip() or MISSING for u in uniques] + [MISSING],
-                     dtype=object)
+    names = np.array([*_names(uniques), MISSING], dtype=object)
     return pd.Series(names[codes], index=values.index, dtype=object)  # code −1 → <missing>
+
+
+def _names(uniques: Any) -> list[str]:
+    """Distinct values as category strings (blank ones as ``<missing>``)."""
+    return [_category(u).strip() or MISSING for u in uniques]
 
 
 def _prepare_categorical(col: Column, values: pd.Series, problems: list[str]) -> pd.Series:
