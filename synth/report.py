@@ -13,12 +13,15 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from synth.errors import DataError
 from synth.plots import ledger_chart, marginal_chart, sweep_chart, tvd_heatmap
 from synth.privacy.budget import epsilon_text
 from synth.schema import Schema
 
 REAL_DATA = ("Uses the real data: for the data steward's eyes, not part of the release. "
              "Leave this section out before sharing the report.")
+LEDGER_KEYS = ("budget", "entries", "total_epsilon", "total_delta")  # what the charts read
+SWEEP_COLUMNS = ("method", "epsilon", "value", "accuracy", "logistic_accuracy", "tvd1", "tvd2")
 PACKAGES = ("numpy", "pandas", "scikit-learn", "scipy", "torch", "opacus", "plotly",
             "streamlit")
 
@@ -27,6 +30,7 @@ def run_report(record: Mapping[str, Any], synthetic: pd.DataFrame | None = None,
                real: pd.DataFrame | None = None, schema: Schema | None = None) -> str:
     """A run's ledger file (as ``synth run --ledger`` writes it), with comparisons against the
     real table when one is given."""
+    check_ledger(record)
     released = [_figure(ledger_chart(record))]
     title = f"Run report: {record.get('method', 'a run')}"
     body = [_h(title, 1), _p(f"Privacy: {record.get('guarantee') or _guarantee(record)}."),
@@ -48,8 +52,20 @@ def run_report(record: Mapping[str, Any], synthetic: pd.DataFrame | None = None,
     return _page(title, body)
 
 
+def check_ledger(record: Any) -> None:
+    """Refuse, by what it lacks, a record that is not a run's ledger."""
+    lacks = [k for k in LEDGER_KEYS if k not in record] if isinstance(record, Mapping) else []
+    if not isinstance(record, Mapping) or lacks:
+        raise DataError(f"not a run's ledger (as `synth run --ledger` writes it): it lacks "
+                        f"{lacks or list(LEDGER_KEYS)}")
+
+
 def sweep_report(rows: pd.DataFrame) -> str:
     """A sweep's table (as ``synth sweep`` writes it): metrics against ε, and every run."""
+    lacks = [c for c in SWEEP_COLUMNS if c not in rows.columns]
+    if lacks:
+        raise DataError(f"not a sweep's table (as `synth sweep --out` writes it): it lacks "
+                        f"columns {lacks}")
     title = f"Sweep report: {len(rows)} runs of {', '.join(sorted(set(rows['method'])))}"
     body = [_h(title, 1), _p(REAL_DATA + " (every figure here measures synthetic tables "
                              "against the real one).")]

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from synth.errors import SchemaError
+from synth.errors import DataError, SchemaError, as_float
 
 NUMERIC = "numeric"
 CATEGORICAL = "categorical"
@@ -55,6 +56,10 @@ class Column:
             raise SchemaError(f"{where}: kind must be 'numeric' or 'categorical', "
                               f"got {self.kind!r}")
         if self.categories is not None:
+            if isinstance(self.categories, str | bytes | Mapping) or not isinstance(
+                    self.categories, Iterable):
+                raise SchemaError(f"{where}: categories must be a list of strings, got "
+                                  f"{self.categories!r}")
             cats = tuple(_category(c) for c in self.categories)
             dupes = repeated(cats)
             if dupes:
@@ -71,14 +76,7 @@ class Column:
             value = getattr(self, name)
             if value is None:
                 continue
-            try:
-                value = float(value)
-            except (TypeError, ValueError):
-                raise SchemaError(f"{where}: {name} bound must be a number, "
-                                  f"got {value!r}") from None
-            if not math.isfinite(value):
-                raise SchemaError(f"{where}: {name} bound must be finite, got {value!r}")
-            object.__setattr__(self, name, value)
+            object.__setattr__(self, name, _finite(value, f"{where}: {name} bound"))
         if (self.lower is None) != (self.upper is None):
             raise SchemaError(f"{where}: give both lower and upper bounds, or neither")
         if self.lower is not None and self.lower > self.upper:
@@ -91,7 +89,7 @@ class Column:
         if self.missing == "fill":
             if self.fill_value is None:
                 raise SchemaError(f"{where}: missing='fill' needs a public fill_value")
-            fill = float(self.fill_value)
+            fill = _finite(self.fill_value, f"{where}: fill_value")
             if self.lower is not None and not self.lower <= fill <= self.upper:
                 raise SchemaError(f"{where}: fill_value {fill:g} lies outside "
                                   f"[{self.lower:g}, {self.upper:g}]")
@@ -110,10 +108,18 @@ class Column:
         return len(self.categories)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = {f.name: getattr(self, f.name) for f in fields(self)}  # asdict deep-copies: slow
         d["categories"] = list(self.categories) if self.categories is not None else None
         d["flags"] = list(self.flags)
         return d
+
+
+def _finite(value: Any, what: str) -> float:
+    """A schema number as a finite float (not a bool, not text), or a SchemaError."""
+    number = as_float(value, what, SchemaError)
+    if not math.isfinite(number):
+        raise SchemaError(f"{what} must be finite, got {value!r}")
+    return number
 
 
 def repeated(items: Iterable[str]) -> list[str]:
@@ -138,9 +144,15 @@ class Schema:
     extra: Mapping[str, Any] = field(default_factory=dict)  # unknown keys kept on round-trip
 
     def __post_init__(self) -> None:
+        if isinstance(self.columns, str | bytes) or not isinstance(self.columns, Iterable):
+            raise SchemaError(f"a schema's columns must be a list of Column, got "
+                              f"{self.columns!r}")
         cols = tuple(self.columns)
         if not cols:
             raise SchemaError("a schema needs at least one column")
+        strays = [c for c in cols if not isinstance(c, Column)]
+        if strays:
+            raise SchemaError(f"a schema's columns must be Column objects, got {strays[0]!r}")
         names = [c.name for c in cols]
         dupes = repeated(names)
         if dupes:
@@ -226,6 +238,8 @@ class Schema:
                 if not isinstance(args["categories"], list):
                     raise SchemaError(f"column {raw['name']!r}: categories must be a list")
                 args["categories"] = tuple(args["categories"])
+            if not isinstance(args.get("flags", []), list):
+                raise SchemaError(f"column {raw['name']!r}: flags must be a list of strings")
             for flag in ("public", "integer", "learned"):
                 if flag in args and not isinstance(args[flag], bool):
                     raise SchemaError(f"column {raw['name']!r}: {flag!r} must be true or false")
@@ -238,6 +252,8 @@ class Schema:
 
     @classmethod
     def load(cls, path: str | Path) -> Schema:
+        if not isinstance(path, str | os.PathLike):
+            raise SchemaError(f"a schema file's path must be a string or Path, got {path!r}")
         try:
             text = Path(path).read_text(encoding="utf-8-sig")
         except OSError as exc:
@@ -266,6 +282,7 @@ def infer_schema(table: pd.DataFrame, target: str | None = None, *, max_codes: i
     columns (identifier-like, constant, all missing, many missing) get ``flags``.
     Integer-valued columns with at most ``max_codes`` distinct values are treated as codes.
     """
+    check_table(table)
     if table.shape[1] == 0:
         raise SchemaError("the table has no columns")
     if target is not None and target not in table.columns:
@@ -285,6 +302,32 @@ def infer_schema(table: pd.DataFrame, target: str | None = None, *, max_codes: i
             schema = schema.replace_column(col)
         schema = replace(schema, target=target)
     return schema
+
+
+def check_schema(schema: Any) -> Schema:
+    """``schema`` if it is a Schema, else a SchemaError naming what it is."""
+    if not isinstance(schema, Schema):
+        raise SchemaError(f"schema must be a Schema (Schema.load, infer_schema or "
+                          f"Schema.from_dict), got {schema!r}")
+    return schema
+
+
+def check_columns(table: Any, schema: Any) -> None:
+    """A DataFrame that has every column of a Schema, or an error naming what is missing."""
+    check_table(table)
+    check_schema(schema)
+    missing_cols = [c.name for c in schema if c.name not in table.columns]
+    if missing_cols:
+        raise SchemaError(f"the table lacks schema columns {missing_cols}; "
+                          f"it has {list(map(str, table.columns))[:20]}")
+
+
+def check_table(table: Any, name: str = "table") -> pd.DataFrame:
+    """``table`` if it is a DataFrame, else a DataError naming what it is."""
+    if not isinstance(table, pd.DataFrame):
+        raise DataError(f"{name} must be a pandas DataFrame (read_table reads one), got "
+                        f"{type(table).__name__}")
+    return table
 
 
 def edit_column(col: Column, values: pd.Series, kind: str, *, lower: float | None = None,
@@ -377,9 +420,19 @@ def _numbers(values: pd.Series | np.ndarray) -> np.ndarray | None:
     if pd.api.types.is_numeric_dtype(values):
         out = np.asarray(values, dtype=float)
     else:
-        text = np.array([str(v).strip() for v in values], dtype=object)
-        out = np.asarray(pd.to_numeric(text, errors="coerce"), dtype=float)
+        out = np.array([_number(str(v).strip()) for v in values], dtype=float)
     return out if np.isfinite(out).all() else None
+
+
+def _number(text: str) -> float:
+    """A number as pandas' to_numeric reads it (ASCII, no '_' digit groups), else NaN: per
+    distinct value, in Python, which is quicker than a pandas call for a column's few values."""
+    if not text.isascii() or "_" in text:
+        return math.nan
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
 
 
 # ---- a table against its schema -------------------------------------------------------------
@@ -392,10 +445,7 @@ def prepare(table: pd.DataFrame, schema: Schema) -> pd.DataFrame:
 
     Every disagreement is collected and raised at once, each naming its column.
     """
-    missing_cols = [c.name for c in schema if c.name not in table.columns]
-    if missing_cols:
-        raise SchemaError(f"the table lacks schema columns {missing_cols}; "
-                          f"it has {list(map(str, table.columns))[:20]}")
+    check_columns(table, schema)
     dupes = table.columns[table.columns.duplicated()].unique().tolist()
     if dupes:
         raise SchemaError(f"the table has duplicate column names: {dupes}")
