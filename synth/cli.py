@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import fcntl
 import hashlib
+import io
 import json
 import math
 import os
@@ -30,8 +31,9 @@ from typing import Any
 from synth import declarations
 from synth.checklist import release_checklist
 from synth.data import DEFAULT_MAX_BYTES, read_table
-from synth.errors import Cancelled, ParameterError, SynthError, check_int, check_positive
+from synth.errors import Cancelled, DataError, ParameterError, SynthError, check_positive
 from synth.methods import METHODS, FitContext, Progress, Spent, StageStarted, make, parse_settings
+from synth.methods.base import check_rows
 from synth.privacy.budget import Budget, default_delta, epsilon_text, merge_shares
 from synth.protocol import protocol_split, train_test
 from synth.schema import Schema, infer_schema, validate
@@ -128,7 +130,7 @@ def run_command(method: str, epsilon: float, delta: float, seed: int | None,
 
 
 def cmd_schema_infer(args: argparse.Namespace) -> int:
-    table = read_table(args.data, max_bytes=args.max_bytes)
+    table = read_table(args.data, max_bytes=args.max_bytes, encoding=args.encoding)
     schema = infer_schema(table, target=args.target)
     _write(args.out, schema.save)
     for col in schema:
@@ -146,7 +148,7 @@ def cmd_schema_infer(args: argparse.Namespace) -> int:
 
 def cmd_schema_confirm(args: argparse.Namespace) -> int:
     schema = Schema.load(args.schema)
-    table = read_table(args.data, max_bytes=args.max_bytes)
+    table = read_table(args.data, max_bytes=args.max_bytes, encoding=args.encoding)
     public = [n.strip() for item in args.public or [] for n in item.split(",") if n.strip()]
     if public == ["all"]:
         public = schema.names
@@ -171,15 +173,16 @@ def cmd_schema_confirm(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    table = read_table(args.data, max_bytes=args.max_bytes)
+    table = read_table(args.data, max_bytes=args.max_bytes, encoding=args.encoding)
     schema = Schema.load(args.schema)
     schema.check_declared()
     params, shares = parse_settings(args.set or [])
     synth = make(args.method, params)
     delta = args.delta if args.delta is not None else default_delta(len(table))
-    budget = Budget(args.epsilon, delta, merge_shares(synth.default_shares(schema), shares))
-    if args.rows is not None:
-        check_int(args.rows, "--rows")  # refused before anything is spent
+    budget = synth.budget_for(Budget(args.epsilon, delta, merge_shares(
+        synth.default_shares(schema), shares)), schema)
+    if args.rows is not None:  # refused before anything is spent
+        check_rows(args.rows, len(schema), "--rows")
     _distinct({"DATA": Path(args.data), "--out": args.out, "--ledger": args.ledger})
     bars = _Bars(args.quiet)
     # releasable: the command names no file of yours (DATA.csv, schema.json stand in)
@@ -278,15 +281,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from synth.evaluation import evaluate  # scikit-learn: only this command pays the import
 
     schema = Schema.load(args.schema)
-    test = read_table(args.real_test, max_bytes=args.max_bytes)
-    synth = read_table(args.synth, max_bytes=args.max_bytes)
-    train = read_table(args.train, max_bytes=args.max_bytes) if args.train else None
+    test = read_table(args.real_test, max_bytes=args.max_bytes, encoding=args.encoding)
+    synth = read_table(args.synth, max_bytes=args.max_bytes, encoding=args.encoding)
+    train = read_table(args.train, max_bytes=args.max_bytes,
+                       encoding=args.encoding) if args.train else None
     print(json.dumps(evaluate(test, synth, schema, target=args.target, real_train=train)))
     return 0
 
 
 def cmd_split(args: argparse.Namespace) -> int:
-    table = read_table(args.data, max_bytes=args.max_bytes)
+    table = read_table(args.data, max_bytes=args.max_bytes, encoding=args.encoding)
     stem = Path(args.data).stem
     for name, part in zip(("train", "val", "test"), protocol_split(table), strict=True):
         path = args.out_dir / f"{stem}_{name}.csv"
@@ -328,8 +332,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if not methods or not epsilons:
         raise ParameterError("give --methods and --epsilons, or a --preset")
     fixed = {m: dict(p) for m, p in DEMO.items()} if args.demo else {}
+    if args.jobs == 0:
+        raise ParameterError("--jobs must be ≥ 1, or negative (-1: every core), got 0")
     for item in args.set or []:
-        method, _, setting = item.partition(".")
+        method, dot, setting = item.partition(".")
+        if not dot or "=" not in setting:
+            raise ParameterError(f"--set expects METHOD.KEY=VALUE, got {item!r}")
         params, _ = parse_settings([setting])
         fixed.setdefault(method, {}).update(params)
     param = args.param or (preset.param if preset else None)
@@ -337,7 +345,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         args.values) else list(preset.values if preset and not args.param else ())
     shares = args.shares or (preset.shares if preset else ())
     jobs = sw.grid(methods, epsilons, args.seeds, param, values, shares, fixed)
-    table = read_table(args.data, max_bytes=args.max_bytes)
+    table = read_table(args.data, max_bytes=args.max_bytes, encoding=args.encoding)
     schema = Schema.load(args.schema)
     train, test = (table, None) if schema.target is None else train_test(table)
     delta = args.delta if args.delta is not None else default_delta(len(train))
@@ -355,27 +363,55 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     source = Path(args.source)
     what = "report"
+    try:
+        text = source.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise DataError(f"no such file: {args.source!r}") from None
+    except UnicodeDecodeError:
+        raise DataError(f"{source.name!r} is not a ledger (.json) or sweep table (.csv): "
+                        "it is not UTF-8 text") from None
+    except OSError as exc:
+        raise DataError(f"cannot read {args.source!r}: {exc.strerror}") from None
     if source.suffix == ".csv":  # our own sweep table: plain numbers, no schema needed
         import pandas as pd
 
-        page = report.sweep_report(pd.read_csv(source))
+        try:
+            rows = pd.read_csv(io.StringIO(text))
+        except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+            raise DataError(f"{source.name!r} is not a well-formed CSV: "
+                            f"{str(exc).strip().splitlines()[-1]}") from None
+        page = _naming(source, report.sweep_report, rows)
     else:
-        record = json.loads(source.read_text())
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{source.name!r} is not a run's ledger (.json) or a sweep table "
+                            f"(.csv): not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        _naming(source, report.check_ledger, record)
         synthetic = None
         if args.real is not None and args.synthetic is None:
             raise ParameterError("--real needs --synthetic: the table to compare it with")
         if args.synthetic is not None:
-            synthetic = read_table(args.synthetic, max_bytes=args.max_bytes)
+            synthetic = read_table(args.synthetic, max_bytes=args.max_bytes,
+                                   encoding=args.encoding)
         if args.real is None:
             page, what = report.release_report(record, synthetic), "release report"
         else:
-            real = read_table(args.real, max_bytes=args.max_bytes)
+            real = read_table(args.real, max_bytes=args.max_bytes, encoding=args.encoding)
             page = report.steward_report(record, synthetic, real,
-                                         Schema.from_dict(record["schema"]))
+                                         Schema.from_dict(record.get("schema")))
             what = "steward-only report (it compares with --real: keep it, do not release it)"
     _write(args.out, lambda p: p.write_text(page))
     print(f"wrote {what} to {args.out}", file=sys.stderr)
     return 0
+
+
+def _naming(source: Path, check, *args):
+    """``check(*args)``, with a DataError it raises prefixed by the file's name."""
+    try:
+        return check(*args)
+    except DataError as exc:
+        raise DataError(f"{source.name!r}: {exc}") from None
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
@@ -395,6 +431,8 @@ def build_parser() -> argparse.ArgumentParser:
     def data_arg(p: argparse.ArgumentParser) -> None:
         p.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES,
                        help=f"refuse input files larger than this (default {DEFAULT_MAX_BYTES})")
+        p.add_argument("--encoding", help="text encoding of CSV input, e.g. latin-1 (default: "
+                                          "UTF-8, and anything else is refused by line)")
 
     schema = sub.add_parser("schema", help="schema files").add_subparsers(dest="action",
                                                                         required=True)

@@ -17,8 +17,8 @@ from typing import IO
 import numpy as np
 import pandas as pd
 
-from synth.errors import DataError
-from synth.schema import Schema
+from synth.errors import DataError, check_int
+from synth.schema import Schema, repeated
 
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024
 MISSING_TOKENS = frozenset({"", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "None", "#N/A"})
@@ -29,21 +29,25 @@ SAMPLES = {"census": "census_demo"}  # name shown to users -> file stem in sampl
 Source = str | os.PathLike | bytes | bytearray | IO[bytes]
 
 
-def _human(nbytes: float) -> str:
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if nbytes < 1024 or unit == "GB":
+def human_bytes(nbytes: float) -> str:
+    for unit in ("bytes", "KB", "MB", "GB", "TB"):
+        if nbytes < 1024 or unit == "TB":
             return f"{nbytes:.0f} {unit}" if unit == "bytes" else f"{nbytes:.1f} {unit}"
         nbytes /= 1024
     raise AssertionError  # pragma: no cover
 
 
+def _too_big(name: str, size: int, max_bytes: int) -> DataError:
+    return DataError(f"{name} is {human_bytes(size)}, over the {human_bytes(max_bytes)} limit; "
+                     "raise max_bytes to read it")
+
+
 def _read_bytes(source: Source, max_bytes: int) -> tuple[bytes, str]:
     """The raw bytes and a display name, refusing anything over ``max_bytes`` before reading."""
-    too_big = ("{name} is {size}, over the {limit} limit; raise max_bytes to read it")
     if isinstance(source, bytes | bytearray):
         name, size = "the upload", len(source)
         if size > max_bytes:
-            raise DataError(too_big.format(name=name, size=_human(size), limit=_human(max_bytes)))
+            raise _too_big(name, size, max_bytes)
         return bytes(source), name
     if isinstance(source, str | os.PathLike):
         path = Path(source)
@@ -57,25 +61,41 @@ def _read_bytes(source: Source, max_bytes: int) -> tuple[bytes, str]:
         if path.is_dir():
             raise DataError(f"{str(path)!r} is a folder, not a table file")
         if size > max_bytes:
-            raise DataError(too_big.format(name=name, size=_human(size), limit=_human(max_bytes)))
-        return path.read_bytes(), name
+            raise _too_big(name, size, max_bytes)
+        try:
+            return path.read_bytes(), name
+        except OSError as exc:
+            raise DataError(f"cannot read {str(path)!r}: {exc.strerror}") from None
+    if not callable(getattr(source, "read", None)):
+        raise DataError(f"source must be a file path, bytes or a binary file object, got "
+                        f"{source!r}")
     name = repr(getattr(source, "name", "the upload"))
     size = getattr(source, "size", None)
-    if size is not None and size > max_bytes:
-        raise DataError(too_big.format(name=name, size=_human(size), limit=_human(max_bytes)))
+    if isinstance(size, int) and size > max_bytes:
+        raise _too_big(name, size, max_bytes)
     data = source.read(max_bytes + 1)
+    if not isinstance(data, bytes | bytearray):
+        raise DataError(f"{name} gives {type(data).__name__}, not bytes: open it in binary "
+                        "mode ('rb')")
     if len(data) > max_bytes:
-        raise DataError(f"{name} is over the {_human(max_bytes)} limit; raise max_bytes to read it")
-    return data, name
+        raise DataError(f"{name} is over the {human_bytes(max_bytes)} limit; "
+                        "raise max_bytes to read it")
+    return bytes(data), name
 
 
 def read_table(source: Source, *, max_bytes: int = DEFAULT_MAX_BYTES, encoding: str | None = None,
                min_columns: int = 2) -> pd.DataFrame:
-    """Read a CSV (delimiter and encoding sniffed) or Parquet table.
+    """Read a CSV (delimiter sniffed) or Parquet table.
 
-    ``encoding=None`` tries UTF-8 (with or without BOM), then Latin-1. Refuses files over
-    ``max_bytes`` without reading them, and tables with fewer than ``min_columns`` columns.
+    ``encoding=None`` reads UTF-8 (with or without BOM, or UTF-16 with a BOM) and refuses
+    anything else, naming the line and byte; other encodings (``"latin-1"``) only when given.
+    Refuses files over ``max_bytes`` without reading them, and tables with fewer than
+    ``min_columns`` columns.
     """
+    max_bytes = check_int(max_bytes, "max_bytes")
+    min_columns = check_int(min_columns, "min_columns")
+    if encoding is not None and not isinstance(encoding, str):
+        raise DataError(f"encoding must be a name such as 'latin-1', or None, got {encoding!r}")
     raw, name = _read_bytes(source, max_bytes)
     if not raw.strip():
         raise DataError(f"{name} is empty")
@@ -117,8 +137,20 @@ def _decode(raw: bytes, name: str, encoding: str | None) -> str:
                         "without a byte-order mark also looks like this: save it as UTF-8)")
     try:
         return raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return raw.decode("latin-1")
+    except UnicodeDecodeError as exc:
+        _check_text(raw.decode("latin-1"), name)  # binary junk is called that, not bad UTF-8
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - raw.rfind(b"\n", 0, exc.start)
+        raise DataError(f"{name} is not valid UTF-8: line {line} has byte {raw[exc.start]:#04x} "
+                        f"at character {column}; if the file is Latin-1 (or Windows-1252), pass "
+                        "--encoding latin-1 (encoding='latin-1' in Python), or save it as UTF-8"
+                        ) from None
+
+
+def _check_text(text: str, name: str) -> None:
+    controls = sum(1 for ch in text[:65536] if ord(ch) < 32 and ch not in "\t\r\n")
+    if controls > 0.01 * min(len(text), 65536):
+        raise DataError(f"{name} holds binary data, not a CSV or Parquet table")
 
 
 def _sniff_delimiter(text: str) -> str:
@@ -136,16 +168,14 @@ def _check_header(header: list[str], name: str) -> None:
     for i, col in enumerate(header, 1):
         if not col:
             raise DataError(f"{name}: column {i} has an empty name in the header")
-    dupes = sorted({c for c in header if header.count(c) > 1})
+    dupes = repeated(header)
     if dupes:
         raise DataError(f"{name} has duplicate column names: {dupes}")
 
 
 def _read_csv(raw: bytes, name: str, encoding: str | None) -> pd.DataFrame:
     text = _decode(raw, name, encoding)
-    controls = sum(1 for ch in text[:65536] if ord(ch) < 32 and ch not in "\t\r\n")
-    if controls > 0.01 * min(len(text), 65536):
-        raise DataError(f"{name} holds binary data, not a CSV or Parquet table")
+    _check_text(text, name)
     delimiter = _sniff_delimiter(text)
     try:
         rows = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter) if r]
@@ -164,12 +194,17 @@ def _read_csv(raw: bytes, name: str, encoding: str | None) -> pd.DataFrame:
         line, got = ragged[0]
         more = f" (and {len(ragged) - 1} more rows)" if len(ragged) > 1 else ""
         raise DataError(f"{name}: row {line} has {got} fields but the header has {width}{more}")
-    cells = np.array(body, dtype=object)
-    data = {}
-    for j, col in enumerate(header):
-        values = [v.strip() for v in cells[:, j]]
-        data[col] = [np.nan if v in MISSING_TOKENS else v for v in values]
-    return pd.DataFrame(data, dtype=object)
+    cells = _cell(np.array(body, dtype=object))  # one pass over every cell, in C's loop
+    return pd.DataFrame(cells, columns=header, dtype=object)
+
+
+def _cell_value(text: str) -> str | float:
+    """A CSV cell stripped, with the missing markers as NaN."""
+    text = text.strip()
+    return np.nan if text in MISSING_TOKENS else text
+
+
+_cell = np.frompyfunc(_cell_value, 1, 1)
 
 
 # ---- bundled samples ------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Errors whose message is meant for the user: one line that names the column or parameter."""
 
 import math
+from typing import Any
 
 
 class SynthError(ValueError):
@@ -35,12 +36,20 @@ def check_int(value, name: str, low: int = 1) -> int:
     return int(value)
 
 
+def as_float(value: Any, name: str, error: type[Exception], kind: str = "a number") -> float:
+    """``value`` as a float, or ``error`` saying "``name`` must be ``kind``": a bool is not a
+    number here (``True`` is refused, not read as 1)."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        return float(value)
+    except (TypeError, ValueError):
+        raise error(f"{name} must be {kind}, got {value!r}") from None
+
+
 def check_positive(value: float, name: str, error: type[Exception] = BudgetError) -> float:
     """``value`` as a finite float > 0, or ``error`` naming the parameter."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise error(f"{name} must be a number > 0, got {value!r}") from None
+    number = as_float(value, name, error, "a number > 0")
     if not (number > 0 and math.isfinite(number)):
         raise error(f"{name} must be a finite number > 0, got {value!r}")
     return number
@@ -53,10 +62,7 @@ def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
 def check_delta(delta: float, name: str = "delta", allow_zero: bool = True) -> float:
     """δ in [0, 1) (or (0, 1) without ``allow_zero``), or a BudgetError naming it."""
     interval = "[0, 1)" if allow_zero else "(0, 1)"
-    try:
-        value = float(delta)
-    except (TypeError, ValueError):
-        raise BudgetError(f"{name} must be a number in {interval}, got {delta!r}") from None
+    value = as_float(delta, name, BudgetError, f"a number in {interval}")
     if not (0 <= value < 1) or (value == 0 and not allow_zero):
         raise BudgetError(f"{name} must lie in {interval}, got {delta!r}")
     return value

@@ -15,7 +15,14 @@ import pandas as pd
 from synth.encoding import Discretizer
 from synth.errors import SchemaError
 from synth.missing import model_frame, model_schema
-from synth.schema import CATEGORICAL, Schema, category_values, check_target, prepare
+from synth.schema import (
+    CATEGORICAL,
+    Schema,
+    category_values,
+    check_columns,
+    check_target,
+    prepare,
+)
 
 FIDELITY_BINS = 10
 
@@ -38,6 +45,8 @@ def _histogram(codes: np.ndarray, size: int) -> np.ndarray:
 def comparable(schema: Schema, *tables: pd.DataFrame) -> Schema:
     """``schema`` with every category that occurs in ``tables`` but not in the schema added,
     so a measurement never fails on them: mass on an unknown category counts as distance."""
+    for table in tables:
+        check_columns(table, schema)
     columns = []
     for col in schema:
         if col.kind == CATEGORICAL and col.categories is not None:

@@ -11,8 +11,10 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from synth.errors import DataError
 from synth.schema import CATEGORICAL, NUMERIC, Column, Schema, infer_schema
 
+MIN_ROWS = 4  # the fewest rows whose ⌊4n/6⌋ / ⌊5n/6⌋ cuts leave no part empty
 ADULT_TARGET = "income"
 ADULT_BOUNDS = {
     "age": (17, 90),
@@ -27,6 +29,9 @@ ADULT_BOUNDS = {
 def protocol_split(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(train, validation, test): shuffle with default_rng(0), then ⌊4n/6⌋ / ⌊5n/6⌋ cut points."""
     n = len(table)
+    if n < MIN_ROWS:
+        raise DataError(f"the protocol split needs at least {MIN_ROWS} rows (train, validation "
+                        f"and test each get one), but the table has {n}")
     order = np.random.default_rng(0).permutation(n)
     a, b = 4 * n // 6, 5 * n // 6
     parts = (order[:a], order[a:b], order[b:])

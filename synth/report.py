@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from synth.errors import DataError
 from synth.plots import ledger_chart, marginal_chart, sweep_chart, tvd_heatmap
 from synth.privacy.budget import epsilon_text
 from synth.schema import Schema
@@ -21,6 +22,8 @@ REAL_DATA = ("Uses the real data: for the data steward's eyes, not part of the r
              "Leave this section out before sharing the report.")
 STEWARD_ONLY = ("This report compares the release with the private table. Keep it with the "
                 "data; share the release report instead.")
+LEDGER_KEYS = ("budget", "entries", "total_epsilon", "total_delta")  # what the charts read
+SWEEP_COLUMNS = ("method", "epsilon", "value", "accuracy", "logistic_accuracy", "tvd1", "tvd2")
 PACKAGES = ("numpy", "pandas", "scikit-learn", "scipy", "torch", "opacus", "plotly",
             "streamlit")
 
@@ -48,6 +51,7 @@ def steward_report(record: Mapping[str, Any], synthetic: pd.DataFrame, real: pd.
 
 
 def _released(record: Mapping[str, Any], synthetic: pd.DataFrame | None) -> list[str]:
+    check_ledger(record)
     body = [_p(f"Privacy: {record.get('guarantee') or _guarantee(record)}."),
             _figure(ledger_chart(record)),
             _table({"method": record.get("method"),
@@ -64,8 +68,20 @@ def _released(record: Mapping[str, Any], synthetic: pd.DataFrame | None) -> list
     return body
 
 
+def check_ledger(record: Any) -> None:
+    """Refuse, by what it lacks, a record that is not a run's ledger."""
+    lacks = [k for k in LEDGER_KEYS if k not in record] if isinstance(record, Mapping) else []
+    if not isinstance(record, Mapping) or lacks:
+        raise DataError(f"not a run's ledger (as `synth run --ledger` writes it): it lacks "
+                        f"{lacks or list(LEDGER_KEYS)}")
+
+
 def sweep_report(rows: pd.DataFrame) -> str:
     """A sweep's table (as ``synth sweep`` writes it): metrics against ε, and every run."""
+    lacks = [c for c in SWEEP_COLUMNS if c not in rows.columns]
+    if lacks:
+        raise DataError(f"not a sweep's table (as `synth sweep --out` writes it): it lacks "
+                        f"columns {lacks}")
     title = f"Sweep report: {len(rows)} runs of {', '.join(sorted(set(rows['method'])))}"
     body = [_h(title, 1), _p(REAL_DATA + " (every figure here measures synthetic tables "
                              "against the real one).")]

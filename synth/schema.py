@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from synth.errors import SchemaError
+from synth.errors import DataError, SchemaError, as_float
 
 NUMERIC = "numeric"
 CATEGORICAL = "categorical"
@@ -59,8 +61,12 @@ class Column:
             raise SchemaError(f"{where}: kind must be 'numeric' or 'categorical', "
                               f"got {self.kind!r}")
         if self.categories is not None:
+            if isinstance(self.categories, str | bytes | Mapping) or not isinstance(
+                    self.categories, Iterable):
+                raise SchemaError(f"{where}: categories must be a list of strings, got "
+                                  f"{self.categories!r}")
             cats = tuple(_category(c) for c in self.categories)
-            dupes = sorted({c for c in cats if cats.count(c) > 1})
+            dupes = repeated(cats)
             if dupes:
                 raise SchemaError(f"{where}: categories listed twice: {dupes[:5]}")
             object.__setattr__(self, "categories", cats)
@@ -75,14 +81,7 @@ class Column:
             value = getattr(self, name)
             if value is None:
                 continue
-            try:
-                value = float(value)
-            except (TypeError, ValueError):
-                raise SchemaError(f"{where}: {name} bound must be a number, "
-                                  f"got {value!r}") from None
-            if not math.isfinite(value):
-                raise SchemaError(f"{where}: {name} bound must be finite, got {value!r}")
-            object.__setattr__(self, name, value)
+            object.__setattr__(self, name, _finite(value, f"{where}: {name} bound"))
         if (self.lower is None) != (self.upper is None):
             raise SchemaError(f"{where}: give both lower and upper bounds, or neither")
         if self.lower is not None and self.lower > self.upper:
@@ -98,7 +97,7 @@ class Column:
         if self.missing == "fill":
             if self.fill_value is None:
                 raise SchemaError(f"{where}: missing='fill' needs a public fill_value")
-            fill = float(self.fill_value)
+            fill = _finite(self.fill_value, f"{where}: fill_value")
             if self.lower is not None and not self.lower <= fill <= self.upper:
                 raise SchemaError(f"{where}: fill_value {fill:g} lies outside "
                                   f"[{self.lower:g}, {self.upper:g}]")
@@ -117,10 +116,24 @@ class Column:
         return len(self.categories)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = {f.name: getattr(self, f.name) for f in fields(self)}  # asdict deep-copies: slow
         d["categories"] = list(self.categories) if self.categories is not None else None
         d["flags"] = list(self.flags)
         return d
+
+
+def _finite(value: Any, what: str) -> float:
+    """A schema number as a finite float (not a bool, not text), or a SchemaError."""
+    number = as_float(value, what, SchemaError)
+    if not math.isfinite(number):
+        raise SchemaError(f"{what} must be finite, got {value!r}")
+    return number
+
+
+def repeated(items: Iterable[str]) -> list[str]:
+    """The items listed more than once, sorted (in linear time: a 50,000-category list or a
+    20,000-column header is checked at once)."""
+    return sorted(item for item, count in Counter(items).items() if count > 1)
 
 
 def _category(value: Any) -> str:
@@ -139,11 +152,17 @@ class Schema:
     extra: Mapping[str, Any] = field(default_factory=dict)  # unknown keys kept on round-trip
 
     def __post_init__(self) -> None:
+        if isinstance(self.columns, str | bytes) or not isinstance(self.columns, Iterable):
+            raise SchemaError(f"a schema's columns must be a list of Column, got "
+                              f"{self.columns!r}")
         cols = tuple(self.columns)
         if not cols:
             raise SchemaError("a schema needs at least one column")
+        strays = [c for c in cols if not isinstance(c, Column)]
+        if strays:
+            raise SchemaError(f"a schema's columns must be Column objects, got {strays[0]!r}")
         names = [c.name for c in cols]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        dupes = repeated(names)
         if dupes:
             raise SchemaError(f"column names appear more than once in the schema: {dupes}")
         if self.target is not None:
@@ -251,6 +270,8 @@ class Schema:
                 if not isinstance(args["categories"], list):
                     raise SchemaError(f"column {raw['name']!r}: categories must be a list")
                 args["categories"] = tuple(args["categories"])
+            if not isinstance(args.get("flags", []), list):
+                raise SchemaError(f"column {raw['name']!r}: flags must be a list of strings")
             for flag in ("public", "integer", "learned", "proposed"):
                 if flag in args and not isinstance(args[flag], bool):
                     raise SchemaError(f"column {raw['name']!r}: {flag!r} must be true or false")
@@ -263,6 +284,8 @@ class Schema:
 
     @classmethod
     def load(cls, path: str | Path) -> Schema:
+        if not isinstance(path, str | os.PathLike):
+            raise SchemaError(f"a schema file's path must be a string or Path, got {path!r}")
         try:
             text = Path(path).read_text(encoding="utf-8-sig")
         except OSError as exc:
@@ -293,12 +316,19 @@ def infer_schema(table: pd.DataFrame, target: str | None = None, *, max_codes: i
     columns (identifier-like, constant, all missing, many missing) get ``flags``.
     Integer-valued columns with at most ``max_codes`` distinct values are treated as codes.
     """
+    check_table(table)
     if table.shape[1] == 0:
         raise SchemaError("the table has no columns")
     if target is not None and target not in table.columns:
         raise SchemaError(f"target column {target!r} is not in the table")
-    columns = tuple(replace(_infer_column(str(name), table[name], max_codes, id_ratio),
-                            proposed=True) for name in table.columns)
+    if len(set(table.dtypes)) == 1 and isinstance(table.dtypes.iloc[0], np.dtype):
+        cells = table.to_numpy()  # one dtype (a CSV's objects): columns as plain arrays
+        found = (_infer_column(str(name), cells[:, j], max_codes, id_ratio)
+                 for j, name in enumerate(table.columns))
+    else:
+        found = (_infer_column(str(name), table.iloc[:, j], max_codes, id_ratio)
+                 for j, name in enumerate(table.columns))
+    columns = tuple(replace(c, proposed=True) for c in found)
     schema = Schema(columns)
     if target is not None:
         col = schema[target]
@@ -307,6 +337,32 @@ def infer_schema(table: pd.DataFrame, target: str | None = None, *, max_codes: i
             schema = schema.replace_column(col)
         schema = replace(schema, target=target)
     return schema
+
+
+def check_schema(schema: Any) -> Schema:
+    """``schema`` if it is a Schema, else a SchemaError naming what it is."""
+    if not isinstance(schema, Schema):
+        raise SchemaError(f"schema must be a Schema (Schema.load, infer_schema or "
+                          f"Schema.from_dict), got {schema!r}")
+    return schema
+
+
+def check_columns(table: Any, schema: Any) -> None:
+    """A DataFrame that has every column of a Schema, or an error naming what is missing."""
+    check_table(table)
+    check_schema(schema)
+    missing_cols = [c.name for c in schema if c.name not in table.columns]
+    if missing_cols:
+        raise SchemaError(f"the table lacks schema columns {missing_cols}; "
+                          f"it has {list(map(str, table.columns))[:20]}")
+
+
+def check_table(table: Any, name: str = "table") -> pd.DataFrame:
+    """``table`` if it is a DataFrame, else a DataError naming what it is."""
+    if not isinstance(table, pd.DataFrame):
+        raise DataError(f"{name} must be a pandas DataFrame (read_table reads one), got "
+                        f"{type(table).__name__}")
+    return table
 
 
 def edit_column(col: Column, values: pd.Series, kind: str, *, lower: float | None = None,
@@ -355,23 +411,33 @@ def _categories_of(values: pd.Series) -> tuple[str, ...]:
     return (*cats, MISSING) if MISSING in seen else tuple(cats)
 
 
-def _infer_column(name: str, values: pd.Series, max_codes: int, id_ratio: float) -> Column:
-    present = values[(category_values(values) != MISSING).to_numpy()]
-    if len(present) == 0:
+def _infer_column(name: str, values: pd.Series | np.ndarray, max_codes: int,
+                  id_ratio: float) -> Column:
+    # each distinct value is looked at once (factorize), so a wide or many-valued table is
+    # read in about linear time
+    plain = values.dtype.kind in "biufO"  # as a numpy array: no per-call pandas overhead
+    codes, uniques = pd.factorize(np.asarray(values) if plain else values,
+                                  use_na_sentinel=True)
+    names = _names(uniques)
+    real = np.array([n != MISSING for n in names], dtype=bool)  # distinct present values
+    counts = np.bincount(codes + 1, minlength=len(uniques) + 1)[1:]
+    n_present = int(counts[real].sum())
+    if n_present == 0:
         return Column(name, CATEGORICAL, categories=(MISSING,),
                       flags=("all values are missing: drop this column",))
-    n_missing = len(values) - len(present)
-    distinct = present.nunique()
+    n_missing = len(values) - n_present
+    distinct = int(real.sum())
+    present = np.asarray(uniques)[real] if plain else pd.Series(uniques)[real]  # distinct
     flags: list[str] = []
     if distinct == 1:
         flags.append("constant: every value is the same, so it carries no information")
-    identifier = distinct > 1 and len(present) >= 20 and distinct >= id_ratio * len(present)
-    id_flag = (f"identifier-like: {distinct / len(present):.0%} of values are unique; drop it, "
+    identifier = distinct > 1 and n_present >= 20 and distinct >= id_ratio * n_present
+    id_flag = (f"identifier-like: {distinct / n_present:.0%} of values are unique; drop it, "
                "or it wastes budget on noise")
 
     as_number = _numbers(present)
-    words = {str(v).strip().lower() for v in present.unique()} if distinct <= 2 else set()
-    is_bool = pd.api.types.is_bool_dtype(present) or (
+    words = {str(v).strip().lower() for v in present} if distinct <= 2 else set()
+    is_bool = pd.api.types.is_bool_dtype(values) or (
         bool(words) and any(words <= w for w in _BOOL_WORDS))
     integer = as_number is not None and bool(np.all(as_number == np.round(as_number)))
     if as_number is not None and not is_bool and not (integer and distinct <= max_codes):
@@ -384,7 +450,7 @@ def _infer_column(name: str, values: pd.Series, max_codes: int, id_ratio: float)
         return Column(name, NUMERIC, lower=float(as_number.min()),
                       upper=float(as_number.max()), integer=integer,
                       missing="indicator" if n_missing else "none", flags=tuple(flags))
-    example = numbers_as_text(present)
+    example = numbers_as_text(pd.Series(present, dtype=object))
     if example is not None:
         flags.append(f"numbers stored as text (e.g. {example!r}): read them as numbers (the "
                      "Data page offers it) or remove separators and currency signs from the file")
@@ -392,17 +458,21 @@ def _infer_column(name: str, values: pd.Series, max_codes: int, id_ratio: float)
         flags.append(id_flag)
     elif distinct > 100:
         flags.append(f"{distinct} categories: its marginals will be sparse and noisy")
-    return Column(name, CATEGORICAL, categories=_categories_of(values), flags=tuple(flags))
+    seen = set(names)
+    cats = sorted(seen - {MISSING})
+    missing = MISSING in seen or bool(codes.min(initial=0) < 0)
+    return Column(name, CATEGORICAL, categories=(*cats, MISSING) if missing else tuple(cats),
+                  flags=tuple(flags))
 
 
-def _numbers(values: pd.Series) -> np.ndarray | None:
+def _numbers(values: pd.Series | np.ndarray) -> np.ndarray | None:
     """The values as floats if every one of them parses as a finite number, else None."""
     if pd.api.types.is_bool_dtype(values):
         return None
     if pd.api.types.is_numeric_dtype(values):
-        out = values.to_numpy(dtype=float)
+        out = np.asarray(values, dtype=float)
     else:
-        out = pd.to_numeric(values.astype(str).str.strip(), errors="coerce").to_numpy(dtype=float)
+        out = np.array([_number(str(v).strip()) for v in values], dtype=float)
     return out if np.isfinite(out).all() else None
 
 
@@ -426,6 +496,16 @@ def as_numbers(values: pd.Series) -> pd.Series:
     return pd.to_numeric(cleaned, errors="coerce").where(values.notna())
 
 
+def _number(text: str) -> float:
+    """A number as pandas' to_numeric reads it (ASCII, no '_' digit groups), else NaN: per
+    distinct value, in Python, which is quicker than a pandas call for a column's few values."""
+    if not text.isascii() or "_" in text:
+        return math.nan
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
 
 # ---- a table against its schema -------------------------------------------------------------
 
@@ -438,10 +518,7 @@ def prepare(table: pd.DataFrame, schema: Schema) -> pd.DataFrame:
 
     Every disagreement is collected and raised at once, each naming its column.
     """
-    missing_cols = [c.name for c in schema if c.name not in table.columns]
-    if missing_cols:
-        raise SchemaError(f"the table lacks schema columns {missing_cols}; "
-                          f"it has {list(map(str, table.columns))[:20]}")
+    check_columns(table, schema)
     dupes = table.columns[table.columns.duplicated()].unique().tolist()
     if dupes:
         raise SchemaError(f"the table has duplicate column names: {dupes}")
@@ -474,9 +551,13 @@ def category_values(values: pd.Series) -> pd.Series:
     Each distinct value is normalised once (factorize), then spread back by its code.
     """
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    names = np.array([_category(u).strip() or MISSING for u in uniques] + [MISSING],
-                     dtype=object)
+    names = np.array([*_names(uniques), MISSING], dtype=object)
     return pd.Series(names[codes], index=values.index, dtype=object)  # code −1 → <missing>
+
+
+def _names(uniques: Any) -> list[str]:
+    """Distinct values as category strings (blank ones as ``<missing>``)."""
+    return [_category(u).strip() or MISSING for u in uniques]
 
 
 def _prepare_categorical(col: Column, values: pd.Series, problems: list[str]) -> pd.Series:

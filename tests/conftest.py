@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,22 @@ def pytest_runtest_makereport(item, call):
     report = yield
     setattr(item, f"rep_{report.when}", report)
     return report
+
+
+class Timeout(Exception):
+    """A call ran past :func:`within`'s limit: a loop that never ends."""
+
+
+def within(seconds: float, f, *args):
+    """f(*args), or Timeout after a generous limit (the calls take milliseconds): a loop that
+    never ends, or a search for an impossible size, is the bug such tests look for."""
+    def alarm(*_):
+        raise Timeout(f"still running after {seconds:g} s: a hang")
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return f(*args)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)

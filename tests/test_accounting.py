@@ -3,7 +3,6 @@ neighbouring tables), accountants (checked against dp-accounting, closed forms a
 integration), and the composition theorems over the whole float range."""
 
 import math
-import signal
 
 import numpy as np
 import pytest
@@ -29,6 +28,8 @@ from synth.privacy.events import (
     histogram_l2,
     normalised_marginals_l1,
 )
+
+from .conftest import within
 
 RNG = np.random.default_rng(11)
 
@@ -175,37 +176,20 @@ EPSILONS = st.floats(min_value=5e-324, max_value=1.7e308, allow_nan=False,
 DELTAS = st.floats(min_value=5e-324, max_value=1.0, exclude_max=True)
 
 
-class _Timeout(Exception):
-    pass
-
-
-def _within(seconds: float, f, *args):
-    """f(*args), or _Timeout after a generous limit (each call takes milliseconds): a loop
-    that never ends is the bug these tests look for."""
-    def alarm(*_):
-        raise _Timeout
-
-    old = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        return f(*args)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
 
 
 @settings(max_examples=150, deadline=None)
 @given(EPSILONS, DELTAS)
 def test_zcdp_conversions_end_with_a_valid_value_or_a_clear_error(eps, delta):
     try:
-        rho = _within(60.0, c.dp_to_zcdp, eps, delta)
+        rho = within(60.0, c.dp_to_zcdp, eps, delta)
     except BudgetError:
         return
     assert 0 < rho < math.inf
     # what the conversion promises: checked numerically, or the simple bound (a theorem)
     assert (c.zcdp_delta(rho, eps) <= delta * (1 + 1e-9)
             or rho == c.dp_to_zcdp(eps, delta, tight=False))
-    back = _within(60.0, c.zcdp_to_dp, rho, delta)
+    back = within(60.0, c.zcdp_to_dp, rho, delta)
     # the round trip to 1e-9 holds where δ(ρ, ε) is steep enough in ε to resolve: near δ = ½,
     # or at ε ≲ 1e-6, where ρ-zCDP gives (≈0, δ) and the inversions need not agree, or at
     # subnormal δ (checked to 4,000 random cases; a mismatch only makes a ledger refuse)
@@ -219,7 +203,7 @@ def test_zcdp_conversions_end_with_a_valid_value_or_a_clear_error(eps, delta):
 def test_per_step_epsilon_is_feasible_for_any_float(eps, n, delta, theorem):
     if theorem != "basic" and delta == 0:
         return
-    step = _within(60.0, c.per_step_epsilon, eps, n, delta, theorem)
+    step = within(60.0, c.per_step_epsilon, eps, n, delta, theorem)
     assert 0 <= step <= eps
     assert c.THEOREMS[theorem](step, n, delta) <= eps * (1 + 1e-9)
 
@@ -231,7 +215,7 @@ def test_the_two_reported_composition_bugs_end(eps):
               lambda: c.advanced(eps, 10, 1e-5), lambda: c.kairouz(eps, 10, 1e-5),
               lambda: c.bounded_range(eps, 10, 1e-5), lambda: c.renyi(eps, 10, 1e-5)):
         try:
-            value = _within(60.0, f)
+            value = within(60.0, f)
         except BudgetError:
             continue
         assert value >= 0 and not math.isnan(value)

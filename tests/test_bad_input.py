@@ -7,16 +7,21 @@ SynthError, which the CLI and app show as one line) and the words that tell the 
 import io
 import json
 import os
+import re
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from synth.data import read_table
-from synth.errors import BudgetError, DataError, ParameterError, SchemaError
-from synth.methods import make, parse_settings
-from synth.privacy.budget import Budget
+from synth.cli import main
+from synth.data import read_table, sample_paths
+from synth.errors import BudgetError, DataError, ParameterError, SchemaError, SynthError
+from synth.methods import FitContext, make, parse_settings
+from synth.privacy.budget import Budget, Ledger
 from synth.schema import Column, Schema, infer_schema, prepare, validate
+
+from .conftest import within
 
 GOOD = b"age,colour,income\n30,red,low\n41,blue,high\n52,red,low\n"
 
@@ -269,13 +274,6 @@ def test_bad_method_parameter_value(sample):
         make("independent", {"bins": 0}).fit(table, schema, Budget(1, 1e-5, {"measure": 1}))
 
 
-def test_sample_size_must_be_positive(sample):
-    table, schema = sample
-    model = make("independent").fit(table, schema, Budget(1, 1e-5, {"measure": 1}))
-    with pytest.raises(ParameterError, match="positive integer, got -3"):
-        model.sample(-3)
-
-
 def test_file_like_upload_with_size():
     upload = io.BytesIO(GOOD)
     upload.size = len(GOOD)
@@ -294,7 +292,202 @@ def test_reading_refuses_nothing_good(tmp_path):
     for enc, bom in (("utf-8", b""), ("utf-8", b"\xef\xbb\xbf"), ("latin-1", b"")):
         path = tmp_path / f"t{enc}{len(bom)}.csv"
         path.write_bytes(bom + text.encode(enc))
-        table = read_table(path)
+        table = read_table(path, encoding="latin-1" if enc == "latin-1" else None)
         assert list(table.columns) == ["name", "city", "n"]
         assert table["city"].tolist() == ["Zürich", "Genève"]
     assert os.path.getsize(path) > 0
+
+
+# ---- issue 16, item 6: one table per class of bad input --------------------------------------
+
+RUN = ["run", "{table}", "--schema", "{schema}", "--method", "independent", "--epsilon", "1",
+       "--out", "{tmp}/o.csv", "--ledger", "{tmp}/l.json", "--quiet"]
+
+
+@pytest.fixture
+def files(tmp_path):
+    """Paths the CLI rows name: the bundled sample and a few broken files beside it."""
+    table, schema = sample_paths()
+    fill = json.loads(schema.read_text())
+    fill["columns"][0].update(missing="fill", fill_value="zero")
+    (tmp_path / "fill.json").write_text(json.dumps(fill))
+    (tmp_path / "one.csv").write_text("a,b\n1,x\n")
+    (tmp_path / "latin.csv").write_bytes(b"a,b\n1,x\n2,caf\xe9\n3,y\n")
+    (tmp_path / "empty.csv").write_bytes(b"")
+    (tmp_path / "folder").mkdir()
+    return {"table": table, "schema": schema, "tmp": tmp_path}
+
+
+def cli(argv: list[str], files: dict, capsys) -> tuple[int, str]:
+    """(exit code, stderr) of the CLI run in-process on ``argv`` with {placeholders} filled."""
+    code = main([a.format(**files) for a in argv])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    # parameters of the wrong type: named, never a traceback, never read as something else
+    ([*RUN, "--set", "bins=abc"], r"bins must be an integer, got 'abc'"),
+    ([*RUN, "--set", "bins=null"], r"bins must be an integer, got None"),
+    ([*RUN, "--set", "bins=[1]"], r"bins must be an integer, got \[1\]"),
+    ([*RUN, "--set", "bins=true"], r"bins must be an integer, got True"),
+    ([*RUN, "--postprocessing-seed", "-1"], r"postprocessing_seed must be an integer ≥ 0"),
+    ([*RUN[:3], "{tmp}/fill.json", *RUN[4:]], r"column 'age': fill_value must be a number, got "
+                                               r"'zero'"),
+    ([*RUN[:3], "{tmp}/folder", *RUN[4:]], r"cannot read schema file .*folder"),
+    # a share that contradicts the method's own split parameter
+    ([*RUN[:5], "dpselect", *RUN[6:], "--set", "share.gan=0.5"],
+     r"share 'gan' \(0\.5 of the budget\) contradicts gan_share=0\.2.*set gan_share"),
+    # report on what is not a ledger or a sweep
+    (["report", "{table}", "--out", "{tmp}/r.html"],
+     r"'census_demo\.csv': not a sweep's table .*lacks columns \['method'"),
+    (["report", "{schema}", "--out", "{tmp}/r.html"],
+     r"'census_demo\.schema\.json': not a run's ledger .*lacks \['budget'"),
+    (["report", "{tmp}/nope.json", "--out", "{tmp}/r.html"], r"no such file: '.*nope\.json'"),
+    (["report", "{tmp}/folder", "--out", "{tmp}/r.html"], r"cannot read '.*folder'"),
+    (["report", "{tmp}/empty.csv", "--out", "{tmp}/r.html"], r"'empty\.csv' is not a "
+                                                              r"well-formed CSV"),
+    # tables that cannot be split or read
+    (["split", "{tmp}/one.csv", "--out-dir", "{tmp}/parts"],
+     r"the protocol split needs at least 4 rows .* has 1"),
+    (["schema", "infer", "{tmp}/folder", "--out", "{tmp}/s.json"], r"is a folder"),
+    (["schema", "infer", "{tmp}/empty.csv", "--out", "{tmp}/s.json"], r"'empty\.csv' is empty"),
+    (["schema", "infer", "{table}", "--out", "{tmp}/s.json", "--max-bytes", "0"],
+     r"max_bytes must be an integer ≥ 1, got 0"),
+    (["evaluate", "{table}", "{tmp}/one.csv", "--schema", "{schema}"],
+     r"the table lacks schema columns \['age'"),
+    # sweeps
+    (["sweep", "{table}", "--schema", "{schema}", "--methods", "independent", "--epsilons", "1",
+      "--jobs", "0", "--out", "{tmp}/s.csv"], r"--jobs must be ≥ 1, or negative"),
+    (["sweep", "{table}", "--schema", "{schema}", "--methods", "independent", "--epsilons", "1",
+      "--set", "bins=4", "--out", "{tmp}/s.csv"], r"--set expects METHOD\.KEY=VALUE, got "
+                                                   r"'bins=4'"),
+])
+def test_the_cli_refuses_bad_input_in_one_line(files, capsys, argv, message):
+    code, err = cli(argv, files, capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), err
+    assert re.search(message, lines[0]), lines[0]
+    assert not (files["tmp"] / "o.csv").exists() and not (files["tmp"] / "l.json").exists()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    ([*RUN[:7], "1e-300", *RUN[8:]], r"epsilon must lie in \[1e-09, 1e\+09\], got 1e-300"),
+    ([*RUN[:7], "1e300", *RUN[8:]], r"epsilon must lie in \[1e-09, 1e\+09\], got 1e\+300"),
+    ([*RUN[:5], "dpselect", "--epsilon", "1e7", *RUN[8:]],
+     r"the 'gan' share's ε = 2e\+06 is over 1000, .*give a smaller epsilon"),
+    ([*RUN, "--rows", "2000000000"], r"--rows = 2,000,000,000 would need about 2\.4 TB of "
+                                     r"memory \(13 columns × 100 bytes a cell\), over the .* "
+                                     r"bound .*; ask for at most [\d,]+ rows"),
+    ([*RUN[:5], "gsd", *RUN[6:], "--set", "rows=2000000000"], r"rows = 2,000,000,000 would "
+                                                               r"need about 2\.4 TB"),
+    ([*RUN[:5], "dpselect", *RUN[6:], "--set", "pool_multiplier=1e9"],
+     r"pool_multiplier × rows = 5,000,000,000,000 would need"),
+])
+def test_what_would_hang_or_exhaust_memory_is_refused_up_front(files, capsys, argv, message):
+    code, err = within(60.0, cli, argv, files, capsys)  # each took minutes, or all memory
+    assert code == 2 and re.search(message, err), err
+    assert "charged" not in err and not (files["tmp"] / "l.json").exists()
+
+
+@pytest.mark.parametrize(("source", "encoding", "outcome"), [
+    (b"a,b\n1,x\n2,caf\xe9\n3,y\n", None,
+     r"not valid UTF-8: line 3 has byte 0xe9 at character 6; .*pass --encoding latin-1"),
+    (b"a,b\n1,x\n2,caf\xe9\n3,y\n", "latin-1", ["x", "café", "y"]),
+    (b"a,b\r\n1,x\r\n\xff,y\r\n", None, r"line 3 has byte 0xff at character 1"),
+    ("a,b\n1,x\n2,café\n".encode(), None, ["x", "café"]),
+    (b"\xef\xbb\xbfa,b\n1,x\n2,caf\xc3\xa9\n", None, ["x", "café"]),
+    ("a,b\n1,x\n2,café\n".encode("latin-1"), "utf-8", r"not valid utf-8 \(byte 0xe9"),
+])
+def test_invalid_utf8_names_its_line_or_reads_with_an_explicit_encoding(source, encoding,
+                                                                        outcome):
+    if isinstance(outcome, str):
+        with pytest.raises(DataError, match=outcome):
+            read_table(source, encoding=encoding)
+    else:
+        assert read_table(source, encoding=encoding)["b"].tolist() == outcome
+
+
+def test_the_cli_reads_latin1_only_when_asked(files, capsys):
+    argv = ["schema", "infer", "{tmp}/latin.csv", "--out", "{tmp}/s.json"]
+    code, err = cli(argv, files, capsys)
+    assert code == 2 and "line 3 has byte 0xe9" in err and "--encoding latin-1" in err
+    assert cli([*argv, "--encoding", "latin-1"], files, capsys)[0] == 0
+    assert "café" in Schema.load(files["tmp"] / "s.json")["b"].categories
+
+
+@pytest.fixture(scope="module")
+def api(sample):
+    table, schema = sample
+    model = make("independent").fit(table, schema, Budget(1.0, 1e-5))  # the default shares
+    return SimpleNamespace(table=table, schema=schema, model=model)
+
+
+@pytest.mark.parametrize(("call", "error", "message"), [
+    (lambda a: FitContext(postprocessing_seed=-1), ParameterError,
+     r"postprocessing_seed must be an integer ≥ 0, got -1"),
+    (lambda a: FitContext(postprocessing_seed=True), ParameterError, r"postprocessing_seed"),
+    (lambda a: FitContext(on_event=3), ParameterError, r"on_event must be a function"),
+    (lambda a: make("independent").fit([1, 2], a.schema, Budget(1, 1e-5)), DataError,
+     r"table must be a pandas DataFrame .*got list"),
+    (lambda a: make("independent").fit(a.table, None, Budget(1, 1e-5)), SchemaError,
+     r"schema must be a Schema .*got None"),
+    (lambda a: make("independent").fit(a.table, a.schema, 1.0), BudgetError,
+     r"budget must be a Budget\(epsilon, delta\[, shares\]\), got 1\.0"),
+    (lambda a: make("independent").fit(a.table, a.schema, Budget(1, 1e-5), ctx={}),
+     ParameterError, r"ctx must be a FitContext or None"),
+    (lambda a: make("independent", {"bins": "16"}).fit(a.table, a.schema, Budget(1, 1e-5)),
+     ParameterError, r"bins must be an integer, got '16'"),
+    (lambda a: make("independent", [("bins", 4)]), ParameterError, r"params must be a mapping"),
+    (lambda a: make("independent").fit(a.table, a.schema, Budget(1, 1e-5, {"gan": 1})),
+     BudgetError, r"needs budget shares for \['measure'\].*leave shares out"),
+    (lambda a: make("dpselect").fit(a.table, a.schema, Budget(1, 1e-5, {"gan": 0.5,
+                                                                      "select": 0.5})),
+     BudgetError, r"share 'gan' \(0\.5 of the budget\) contradicts gan_share=0\.2"),
+    (lambda a: a.model.sample(float("nan")), ParameterError, r"n \(rows to sample\) must be "
+                                                             r"an integer ≥ 1, got nan"),
+    (lambda a: a.model.sample(True), ParameterError, r"n \(rows to sample\).*got True"),
+    (lambda a: a.model.sample(-3), ParameterError, r"must be an integer ≥ 1, got -3"),
+    (lambda a: a.model.sample(10**12), ParameterError, r"would need about .* TB of memory"),
+    (lambda a: a.model.sample(5, seed=-1), ParameterError, r"seed must be an integer ≥ 0"),
+    (lambda a: make("independent").preview(-1, a.schema, Budget(1, 1e-5)), ParameterError,
+     r"n \(rows\) must be an integer ≥ 1, got -1"),
+    (lambda a: read_table(None), DataError, r"source must be a file path, bytes or a binary "
+                                            r"file object, got None"),
+    (lambda a: read_table(io.StringIO("a,b\n1,2\n")), DataError, r"open it in binary mode"),
+    (lambda a: read_table(GOOD, max_bytes="big"), ParameterError, r"max_bytes must be an "
+                                                                  r"integer ≥ 1, got 'big'"),
+    (lambda a: read_table(GOOD, encoding=8), DataError, r"encoding must be a name"),
+    (lambda a: infer_schema([[1, 2]]), DataError, r"table must be a pandas DataFrame"),
+    (lambda a: prepare(a.table, None), SchemaError, r"schema must be a Schema"),
+    (lambda a: Schema(None), SchemaError, r"columns must be a list of Column, got None"),
+    (lambda a: Schema.load(None), SchemaError, r"path must be a string or Path, got None"),
+    (lambda a: Column("c", "categorical", categories=5), SchemaError,
+     r"column 'c': categories must be a list of strings, got 5"),
+    (lambda a: Column("x", "numeric", lower=True, upper=2), SchemaError,
+     r"column 'x': lower bound must be a number, got True"),
+    (lambda a: Budget(1, 1e-5, shares=None), BudgetError, r"shares must be a mapping .*leave "
+                                                          r"it out"),
+    (lambda a: Budget(True, 1e-5), BudgetError, r"epsilon must be a number > 0, got True"),
+    (lambda a: Budget(1, False), BudgetError, r"delta must be a number in \[0, 1\), got False"),
+    (lambda a: Budget(1, 1e-5, {"measure": True}), BudgetError, r"share 'measure' must be a "
+                                                                r"number, got True"),
+    (lambda a: Budget(1e-10, 1e-5), BudgetError, r"epsilon must lie in \[1e-09, 1e\+09\]"),
+    (lambda a: Ledger.from_dict({}), BudgetError, r"a ledger must be a JSON object with a "
+                                                  r"'budget' object"),
+    (lambda a: Ledger.from_dict({"budget": {"epsilon": 1, "delta": 0}, "entries": [{}]}),
+     BudgetError, r"ledger entry 1 is malformed \(KeyError: 'stage'\)"),
+])
+def test_the_api_refuses_wrong_types_by_name(api, call, error, message):
+    with pytest.raises(error, match=message) as caught:
+        call(api)
+    assert isinstance(caught.value, SynthError) and "\n" not in str(caught.value)
+
+
+def test_the_default_budget_takes_the_methods_own_split(api):
+    assert api.model.ledger_.budget.shares == {"measure": 1.0}
+    private = infer_schema(api.table)  # data-derived domains: the method's split has a domain
+    assert make("dpselect").budget_for(Budget(1.0, 1e-5), private).shares == pytest.approx(
+        {"domain": 0.1, "gan": 0.18, "select": 0.72})
+    # shares that agree with gan_share pass, as `synth run --set share.…` replays them
+    agreed = Budget(1.0, 1e-5, {"domain": 0.1, "gan": 0.45, "select": 0.45})
+    assert make("dpselect", {"gan_share": 0.5}).budget_for(agreed, private) is agreed

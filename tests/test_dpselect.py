@@ -182,4 +182,4 @@ def test_bad_parameters_are_refused_by_name(sample, params, message):
     table, schema = sample
     model = make("dpselect", {**SELECT, **params})
     with pytest.raises(ParameterError, match=message):
-        model.fit(table, schema, Budget(1.0, 1e-5, {"gan": 0.5, "select": 0.5}))
+        model.fit(table, schema, Budget(1.0, 1e-5))

@@ -43,9 +43,12 @@ __all__ = [
 
 def make(name: str, params: Mapping[str, Any] | None = None) -> Synthesizer:
     """A configured synthesizer; unknown names and parameters are refused by name."""
-    if name not in METHODS:
+    if not isinstance(name, str) or name not in METHODS:
         raise ParameterError(f"unknown method {name!r}; choose from {sorted(METHODS)}")
     cls = METHODS[name]
+    if params is not None and not isinstance(params, Mapping):
+        raise ParameterError(f"params must be a mapping of parameter name to value, got "
+                             f"{params!r}")
     params = dict(params or {})
     known = cls.param_defaults()
     unknown = sorted(set(params) - set(known))

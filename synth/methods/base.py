@@ -9,20 +9,31 @@ with the schema's columns and dtypes.
 from __future__ import annotations
 
 import inspect
+import math
+import os
 import time
+import types
+import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from synth import missing
-from synth.errors import Cancelled, ParameterError, SynthError
-from synth.privacy.budget import Budget, Ledger, LedgerEntry
+from synth.data import human_bytes
+from synth.errors import (
+    BudgetError,
+    Cancelled,
+    ParameterError,
+    SynthError,
+    check_int,
+)
+from synth.privacy.budget import ALL, Budget, Ledger, LedgerEntry
 from synth.privacy.domains import DOMAIN, keep_threshold, laplace_scale, learn_domains
 from synth.privacy.events import Event as PrivacyEvent
-from synth.schema import Schema, prepare, validate
+from synth.schema import Schema, check_schema, prepare, validate
 
 # ---- events ---------------------------------------------------------------------------------
 
@@ -91,6 +102,17 @@ class FitContext:
     timings: dict[str, float] = field(default_factory=dict)  # wall seconds per stage
     _last: dict[str, float] = field(default_factory=dict, repr=False)
     _current: tuple[str, float] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        check_seed(self.postprocessing_seed, "postprocessing_seed")
+        for name in ("on_event", "should_stop"):
+            if getattr(self, name) is not None and not callable(getattr(self, name)):
+                raise ParameterError(f"{name} must be a function or None, got "
+                                     f"{getattr(self, name)!r}")
+        if isinstance(self.min_interval, bool) or not isinstance(self.min_interval, int | float) \
+                or not self.min_interval >= 0:
+            raise ParameterError(f"min_interval must be a number of seconds ≥ 0, got "
+                                 f"{self.min_interval!r}")
 
     def emit(self, event: Event) -> None:
         if self.on_event is not None:
@@ -165,9 +187,52 @@ class Synthesizer:
         rest = 1 - domain_share
         return {DOMAIN: domain_share, **{k: v * rest for k, v in self.stages.items()}}
 
+    def check_params(self) -> None:
+        """Refuse, by name, a parameter whose type disagrees with its annotation (``bins``
+        given "abc", None, [1] or true): what sklearn's ``_parameter_constraints`` does, read
+        off the constructor's type hints. Ranges stay with each method's own checks."""
+        hints = typing.get_type_hints(type(self).__init__)
+        for name, value in self.get_params().items():
+            allowed = _allowed(hints.get(name, Any))
+            if allowed is None or any(_fits(value, kind) for kind in allowed):
+                continue
+            words = " or ".join(_TYPE_WORDS[kind] for kind in allowed)
+            raise ParameterError(f"{name} must be {words}, got {value!r}")
+
+    def budget_for(self, budget: Budget, schema: Schema) -> Budget:
+        """``budget`` as this method spends it: the default single share (``"all"``) becomes
+        the method's own split; a split that leaves out a stage, or contradicts the method's
+        share parameter (``share.gan`` against ``gan_share``), is refused by name."""
+        if not isinstance(budget, Budget):
+            raise BudgetError(f"budget must be a Budget(epsilon, delta[, shares]), got "
+                              f"{budget!r}")
+        if dict(budget.shares) == {ALL: 1.0}:
+            return replace(budget, shares=self.default_shares(schema))
+        missing = [s for s in self.stages if s not in budget.shares]
+        if missing:
+            raise BudgetError(f"method {self.name!r} needs budget shares for {missing}; "
+                              f"the budget has {sorted(budget.shares)} (leave shares out to "
+                              "use the method's own split)")
+        if self.share_param is not None:
+            given = {s: budget.shares[s] for s in self.stages}
+            total = math.fsum(given.values())
+            for stage, want in self.stages.items():
+                got = given[stage] / total if total > 0 else 0.0
+                if abs(got - want) > 1e-6:
+                    split = " : ".join(f"{v:g}" for v in self.stages.values())
+                    raise BudgetError(
+                        f"share {stage!r} ({given[stage]:g} of the budget) contradicts "
+                        f"{self.share_param}={getattr(self, self.share_param)!r}, which splits "
+                        f"{' and '.join(self.stages)} {split}; set {self.share_param} to "
+                        f"change that split, not share.{stage}")
+        return budget
+
     def preview(self, n: int, schema: Schema, budget: Budget) -> list[NoiseScale]:
         """The noise every stage would use for an ``n``-row table: no data is read, so the
         trade-offs of a budget split can be shown before anything is spent."""
+        n = check_int(n, "n (rows)")
+        check_schema(schema)
+        budget = self.budget_for(budget, schema)
         scales = []
         if not schema.releasable and DOMAIN in budget.shares:
             scales.append(domain_preview(schema, *budget.allowance(DOMAIN)))
@@ -178,17 +243,18 @@ class Synthesizer:
 
     def fit(self, table: pd.DataFrame, schema: Schema, budget: Budget,
             ctx: FitContext | None = None) -> Synthesizer:
-        ctx = ctx or FitContext()
+        ctx = FitContext() if ctx is None else ctx
+        if not isinstance(ctx, FitContext):
+            raise ParameterError(f"ctx must be a FitContext or None, got {ctx!r}")
         self.__dict__.pop("schema_", None)  # a failed or cancelled fit leaves it unfitted
+        check_schema(schema)
         schema.check_declared()
-        unshared = [s for s in self.stages if s not in budget.shares]
-        if unshared:
-            raise SynthError(f"method {self.name!r} needs budget shares for {unshared}; "
-                             f"the budget has {sorted(budget.shares)}")
+        budget = self.budget_for(budget, schema)
         self.ledger_ = Ledger(budget, {DOMAIN: "basic", **self.accountants},
                               on_spend=lambda e: ctx.emit(
                                   Spent(e, self.ledger_.total_epsilon, self.ledger_.total_delta)))
         self.rng_ = np.random.default_rng(ctx.postprocessing_seed)  # post-processing only
+        self.check_params()  # before anything is spent: the ledger above is still empty
         data = validate(table, schema)
         if not schema.releasable:
             todo = sum(not c.releasable for c in schema)
@@ -208,17 +274,71 @@ class Synthesizer:
         """``n`` synthetic rows (default: as many as the private table had)."""
         if not hasattr(self, "schema_"):
             raise SynthError(f"{type(self).__name__} is not fitted; call fit() first")
-        n = self.n_rows_ if n is None else n
-        if int(n) != n or n < 1:
-            raise ParameterError(f"number of rows to sample must be a positive integer, got {n!r}")
+        n = self.n_rows_ if n is None else check_rows(n, len(self.schema_), "n (rows to sample)")
+        check_seed(seed, "seed")
         rng = self.rng_ if seed is None else np.random.default_rng(seed)
-        return missing.decode(self._sample(int(n), rng), self.schema_)
+        return missing.decode(self._sample(n, rng), self.schema_)
 
     def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
         raise NotImplementedError
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         raise NotImplementedError
+
+
+_TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string",
+               type(None): "null"}
+BYTES_PER_CELL = 100  # sampling then writing a CSV peaks near 90 bytes a cell (measured)
+MAX_SAMPLE_BYTES = 8 * 1024**3
+
+
+def _allowed(hint: Any) -> tuple[type, ...] | None:
+    """The plain types a type hint allows (``int | None`` → (int, NoneType)), or None for
+    hints this check leaves alone."""
+    kinds = typing.get_args(hint) if isinstance(hint, types.UnionType) or \
+        typing.get_origin(hint) is typing.Union else (hint,)
+    return kinds if all(k in _TYPE_WORDS for k in kinds) else None
+
+
+def _fits(value: Any, kind: type) -> bool:
+    """Whether ``value`` is of ``kind``: bools are not numbers, whole floats are integers
+    (JSON's 16.0), ints are floats."""
+    if kind is bool or isinstance(value, bool):
+        return kind is bool and isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if kind is float:
+        return isinstance(value, int | float) and math.isfinite(value)
+    return isinstance(value, kind)
+
+
+def check_seed(seed: Any, name: str) -> int | None:
+    """A seed is None or an integer ≥ 0 (what numpy's generators take)."""
+    return None if seed is None else check_int(seed, name, 0)
+
+
+def sample_bound() -> int:
+    """Bytes a sample may take: half this machine's memory, at most MAX_SAMPLE_BYTES."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # no sysconf: the fixed bound alone
+        return MAX_SAMPLE_BYTES
+    return min(MAX_SAMPLE_BYTES, memory // 2)
+
+
+def check_rows(n: Any, columns: int, name: str) -> int:
+    """``n`` rows of ``columns`` columns as an int, refused by name before any work when it
+    is not a whole number ≥ 1 or its memory estimate is over :func:`sample_bound`."""
+    n = check_int(n, name)
+    need, bound = n * max(columns, 1) * BYTES_PER_CELL, sample_bound()
+    if need > bound:
+        most = bound // (max(columns, 1) * BYTES_PER_CELL)
+        raise ParameterError(
+            f"{name} = {n:,} would need about {human_bytes(need)} of memory ({columns} columns "
+            f"× {BYTES_PER_CELL} bytes a cell), over the {human_bytes(bound)} bound (half "
+            f"this machine's memory, at most {human_bytes(MAX_SAMPLE_BYTES)}); ask for at most "
+            f"{most:,} rows")
+    return n
 
 
 def resample(size: int, n: int, rng: np.random.Generator) -> np.ndarray:

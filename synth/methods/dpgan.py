@@ -66,6 +66,9 @@ LIVE_EPSILON_EVERY = 5.0  # seconds between the live view's PLD accountings (0.1
 _BENIGN = ("Secure RNG turned off", "Full backward hook is firing")
 
 
+MAX_SGD_EPSILON = 1e3  # DP-Select at ε = 1e4 (its GAN share 2,000) ran in 21 s; 2e5 hung
+
+
 def _check_float(value, name: str) -> float:
     if isinstance(value, bool) or not (isinstance(value, int | float) and 0 < value < math.inf):
         raise ParameterError(f"{name} must be a number > 0, got {value!r}")
@@ -181,6 +184,10 @@ class DPGAN(Synthesizer):
         self._check(n)
         if delta <= 0:
             raise BudgetError(f"DP-SGD needs δ > 0 in the {GAN!r} share")
+        if epsilon > MAX_SGD_EPSILON:  # the PLD grid of so small a σ hangs or fills memory
+            raise BudgetError(f"the {GAN!r} share's ε = {epsilon:g} is over {MAX_SGD_EPSILON:g}, "
+                              "beyond which DP-SGD's noise cannot be calibrated; give a "
+                              "smaller epsilon")
         q = 1 / math.ceil(n / self.batch_size)  # the rate Opacus's DPDataLoader uses
         steps = max(1, math.ceil(self.epochs / q))
         # enough noise without any amplification by sampling: T Gaussian steps of

@@ -30,7 +30,7 @@ import pandas as pd
 from synth.dpsga import check_settings, default_generations
 from synth.encoding import Discretizer, finalize
 from synth.errors import Cancelled, ParameterError, check_int
-from synth.methods.base import FitContext, NoiseScale, resample
+from synth.methods.base import FitContext, NoiseScale, check_rows, resample
 from synth.methods.dpgan import DPGAN, GAN, train_gan
 from synth.privacy.budget import Budget
 from synth.privacy.composition import per_step_epsilon
@@ -181,6 +181,7 @@ class DPSelect(DPGAN):
     def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
         n = len(data)
         self._check(n)
+        check_rows(math.ceil(self.pool_multiplier * n), len(schema), "pool_multiplier × rows")
         self.discretizer_ = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
         self.prior_, self.table_ = train_gan(self, self.discretizer_.codes(data), ctx, GAN)
 

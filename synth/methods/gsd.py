@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from synth.errors import BudgetError, ParameterError, check_int
-from synth.methods.base import FitContext, NoiseScale, Synthesizer, resample
+from synth.methods.base import FitContext, NoiseScale, Synthesizer, check_rows, resample
 from synth.privacy.budget import Budget
 from synth.privacy.composition import dp_to_zcdp
 from synth.privacy.events import Exponential, Gaussian, describe, fraction_linf
@@ -147,6 +147,7 @@ class GSD(Synthesizer):
     def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
         n = len(data)
         self._check(n)
+        check_rows(self.rows, len(schema), "rows")  # its synthetic table is held in memory
         space = Space(schema)
         classes = build(space, parse_classes(self.queries), self.rng_, levels=int(self.levels),
                         random_queries=int(self.random_queries))

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from synth.errors import BudgetError, check_delta, check_epsilon
+from synth.errors import BudgetError, as_float, check_delta, check_epsilon
 from synth.privacy.accounting import account
 from synth.privacy.events import RELATION, Event, NoGuarantee, event_from_dict
 
@@ -22,6 +22,10 @@ NO_GUARANTEE = "no guarantee"
 NOISE = "fresh OS entropy (OpenDP's samplers; DP-SGD's generators seeded from os.urandom)"
 CHARGED, STOPPED = "charged", "stopped early: settled to what ran"
 _TOLERANCE = 1e-9  # relative slack for floating-point sums of shares and entries
+ALL = "all"  # the default single share: a method spending it splits it by its own defaults
+# a run's total ε: below MIN every answer is noise; above MAX DP promises nothing (private
+# sampling's demo needs ε = 1e8), and the accountants' grids run out of memory or time
+MIN_EPSILON, MAX_EPSILON = 1e-9, 1e9
 
 
 def default_delta(n: int) -> float:
@@ -33,23 +37,33 @@ def default_delta(n: int) -> float:
 
 @dataclass(frozen=True)
 class Budget:
-    """Total (ε, δ) for a run and the fraction of it each stage may spend."""
+    """Total (ε, δ) for a run and the fraction of it each stage may spend.
+
+    Without ``shares`` the budget has the single share ``"all"``, which a method's ``fit``
+    replaces by the method's own default split (``Synthesizer.default_shares``)."""
 
     epsilon: float
     delta: float
-    shares: Mapping[str, float] = field(default_factory=lambda: {"all": 1.0})
+    shares: Mapping[str, float] = field(default_factory=lambda: {ALL: 1.0})
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        epsilon = check_epsilon(self.epsilon)
+        if not MIN_EPSILON <= epsilon <= MAX_EPSILON:
+            raise BudgetError(f"epsilon must lie in [{MIN_EPSILON:g}, {MAX_EPSILON:g}], got "
+                              f"{self.epsilon!r}: below it every answer is noise, above it DP "
+                              "promises nothing")
+        object.__setattr__(self, "epsilon", epsilon)
         object.__setattr__(self, "delta", check_delta(self.delta))
+        if not isinstance(self.shares, Mapping):
+            raise BudgetError(f"shares must be a mapping of stage name to fraction, got "
+                              f"{self.shares!r}; leave it out to let the method split the budget")
         shares = dict(self.shares)
         if not shares:
             raise BudgetError("a budget needs at least one share")
         for name, frac in shares.items():
-            try:
-                frac = float(frac)
-            except (TypeError, ValueError):
-                raise BudgetError(f"share {name!r} must be a number, got {frac!r}") from None
+            if not isinstance(name, str) or not name:
+                raise BudgetError(f"share names must be non-empty strings, got {name!r}")
+            frac = as_float(frac, f"share {name!r}", BudgetError)
             if not (0 <= frac <= 1):
                 raise BudgetError(f"share {name!r} must lie in [0, 1], got {frac!r}")
             shares[name] = frac
@@ -213,13 +227,22 @@ class Ledger:
     def from_dict(cls, data: Mapping[str, Any]) -> Ledger:
         """A saved ledger, re-accounted from its events (the derived figures are recomputed,
         never read back)."""
-        accountants = {s: v["accountant"] for s, v in data.get("stages", {}).items()}
-        ledger = cls(Budget(**data["budget"]), accountants)
-        for e in data.get("entries", []):
-            entry = ledger.charge(e["stage"], event_from_dict(e["event"]),
-                                  e.get("description", ""))
-            ledger.entries[-1] = replace(entry, status=e.get("status", CHARGED),
-                                         replayable=bool(e.get("replayable_noise")))
+        if not isinstance(data, Mapping) or not isinstance(data.get("budget"), Mapping):
+            raise BudgetError("a ledger must be a JSON object with a 'budget' object (epsilon, "
+                              "delta, shares), as `synth run --ledger` writes it")
+        where = "the ledger's budget or stages"
+        try:
+            accountants = {s: v["accountant"] for s, v in data.get("stages", {}).items()}
+            ledger = cls(Budget(**data["budget"]), accountants)
+            for i, e in enumerate(data.get("entries", []), 1):
+                where = f"ledger entry {i}"
+                entry = ledger.charge(e["stage"], event_from_dict(e["event"]),
+                                      e.get("description", ""))
+                ledger.entries[-1] = replace(entry, status=e.get("status", CHARGED),
+                                             replayable=bool(e.get("replayable_noise")))
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise BudgetError(f"{where} is malformed ({type(exc).__name__}: {exc}); give a "
+                              "ledger as `synth run --ledger` writes it") from None
         return ledger
 
 
