@@ -82,6 +82,19 @@ def test_bad_upload_shows_a_message_and_keeps_the_data(app):
     assert "census demo (bundled sample)" in texts(app)
 
 
+def test_a_latin1_upload_is_refused_until_its_encoding_is_chosen(app):
+    rows = "\n".join(f"{i},{'Zürich' if i % 2 else 'Genève'}" for i in range(40))
+    data = f"n,city\n{rows}\n".encode("latin-1")
+    app.sidebar.file_uploader[0].set_value(("cities.csv", data, "text/csv")).run()
+    assert any("Reading cities.csv failed" in e.value and "not valid UTF-8" in e.value
+               for e in app.error)
+    assert "census demo (bundled sample)" in texts(app)  # the earlier data is kept
+    app.sidebar.selectbox(key="encoding").set_value("latin-1").run()
+    assert not app.exception and not app.error
+    assert "cities.csv: 40 rows" in texts(app)
+    assert "Zürich" in set(app.session_state["dataset"].table["city"])
+
+
 def test_uploaded_table_learns_its_domains_privately(app):
     rows = "\n".join(f"{20 + i % 50},{'abc'[i % 3]},{'yn'[i % 2]}" for i in range(600))
     data = f"age,group,answer\n{rows}\n".encode()

@@ -16,6 +16,8 @@ from synth.methods import Synthesizer
 from synth.schema import infer_schema
 from ui import runner, state
 
+ENCODINGS = ("utf-8", "latin-1", "cp1252")
+
 
 def sidebar() -> state.Dataset:
     """Draw the dataset picker; return the dataset the page should use."""
@@ -24,10 +26,17 @@ def sidebar() -> state.Dataset:
         upload = st.file_uploader(
             f"Upload a CSV or Parquet table (up to {DEFAULT_MAX_BYTES // 2**20} MB)",
             type=["csv", "tsv", "txt", "parquet"], key="upload")
-        if upload is not None and st.session_state.get("loaded_upload") != upload.file_id:
-            st.session_state["loaded_upload"] = upload.file_id  # a bad file is tried once
+        encoding = st.selectbox(
+            "Text encoding", ENCODINGS, key="encoding",
+            help="UTF-8 is read by default (a byte-order mark is recognised); a file saved by "
+                 "older spreadsheet software may be Latin-1 or Windows-1252.")
+        chosen = (upload.file_id, encoding) if upload is not None else None
+        if upload is not None and st.session_state.get("loaded_upload") != chosen:
+            st.session_state["loaded_upload"] = chosen  # a bad file is tried once per encoding
             with state.guard(f"Reading {upload.name}"):
-                table = read_table(upload)
+                upload.seek(0)
+                table = read_table(upload, encoding=None if encoding == ENCODINGS[0]
+                                   else encoding)
                 schema = infer_schema(table)
                 state.set_dataset(state.Dataset(upload.name, table, schema, schema))
         if st.button("Use the bundled sample",
