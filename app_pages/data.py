@@ -149,7 +149,9 @@ if shown:
         numeric = [c.name for c in shown if c.kind == NUMERIC]
         if numeric and st.button("Round the public bounds to nice values",
                                  help="Widens each public numeric domain outward to round "
-                                      "numbers, so no record's value is published."):
+                                      "numbers: the exact extremes are not published, though "
+                                      "rounded ones still tell roughly how far the data "
+                                      "reaches."):
             with state.guard("Rounding the bounds"):
                 state.set_base(round_bounds(ds.base, ds.table, numeric))
                 st.rerun()

@@ -167,6 +167,7 @@ def work(model, private, test, schema, budget, config, name):
     def run(ctx):
         started = time.perf_counter()
         model.fit(private, schema, budget, ctx)
+        released = {**config, "schema": model.schema_.to_dict()}  # with its learned domains
         synthetic = model.sample()
         evaluation, fidelity = {}, None
         try:  # a failed measurement must not cost the user a finished release
@@ -175,7 +176,7 @@ def work(model, private, test, schema, budget, config, name):
                 evaluation = utility(test, synthetic, schema, real_train=private)
         except SynthError as exc:
             evaluation = {"error": str(exc)}
-        return state.Run(name, synthetic, private, schema, model.ledger_.to_dict(), config,
+        return state.Run(name, synthetic, private, schema, model.ledger_.to_dict(), released,
                          time.perf_counter() - started, evaluation, fidelity)
     return run
 
@@ -205,8 +206,7 @@ if st.button("Run", type="primary", disabled=busy or budget is None or bool(sche
         config = {"method": method, "params": params, "epsilon": epsilon, "delta": delta,
                   "shares": dict(budget.shares), "postprocessing_seed": seed,
                   "command": run_command(method, epsilon, delta, seed, params,
-                                         dict(budget.shares)),
-                  "schema": schema.public_view().to_dict()}
+                                         dict(budget.shares))}
         split_note = f" {cls.share_param}={params[cls.share_param]:g}" if cls.share_param else ""
         seed_note = f" seed={seed}" if seed is not None else ""
         name = f"{cls.title} ε={epsilon:g}{split_note}{seed_note} #{len(state.runs()) + 1}"

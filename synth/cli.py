@@ -125,7 +125,7 @@ def run_command(method: str, epsilon: float, delta: float, seed: int | None,
     for key, value in params.items():
         words += ["--set", f"{key}={json.dumps(value)}"]
     for stage, share in shares.items():
-        words += ["--set", f"share.{stage}={share:.17g}"]
+        words += ["--set", f"share.{stage}={float(share)!r}"]  # shortest exact: 0.1
     return shlex.join(words)
 
 
@@ -157,9 +157,9 @@ def cmd_schema_confirm(args: argparse.Namespace) -> int:
     if args.nice:
         schema = declarations.round_bounds(schema, table, newly)
     validate(table, schema)  # the declared domains must hold the table's values
+    print("you declare (the release's columns will be exactly these):", file=sys.stderr)
     for col in schema:
-        if col.public:
-            print(f"public {col.name}: {declarations.published(col)}", file=sys.stderr)
+        print(f"  {declarations.declaration(col)}", file=sys.stderr)
     for line in declarations.warnings(schema, table):
         print(f"warning: {line}", file=sys.stderr)
     _write(args.schema, schema.save)
@@ -452,7 +452,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "for every column); repeatable")
     confirm.add_argument("--nice", action="store_true",
                          help="round the bounds of newly public numeric columns outward to "
-                              "round numbers, so no record's value is published")
+                              "round numbers: the exact extremes are not published, though "
+                              "rounded ones still tell roughly how far the data reaches")
     data_arg(confirm)
     confirm.set_defaults(func=cmd_schema_confirm)
 

@@ -3,8 +3,10 @@
 A public domain is released as is. Bounds proposed by :func:`synth.schema.infer_schema` are
 the table's own minimum and maximum, and a proposed category list is the exact set of values
 present: publishing either publishes the most extreme records and the rarest values. So a
-declaration is shown with the exact values it publishes, warned about when it matches the
-table, and offered rounded ("nice") bounds that do not depend on any one record.
+declaration is shown with the exact values it publishes and warned about when it matches the
+table. Rounded ("nice") bounds hide the exact extremes, but bounds chosen by looking at the
+table still say roughly how far it reaches (one record far out moves them), so they are
+warned about too: a public domain should come from a codebook, not from the data.
 """
 
 from __future__ import annotations
@@ -50,6 +52,18 @@ def published(col: Column) -> str:
     return f"{kind} in [{col.lower:g}, {col.upper:g}]"
 
 
+def declaration(col: Column) -> str:
+    """What confirming ``col`` declares, in words: kind, integer flag, missing values, domain."""
+    if col.kind == CATEGORICAL:
+        what = "categorical (a missing value is the category '<missing>')"
+    else:
+        what = (f"numeric, {'whole numbers' if col.integer else 'any real number'}, a missing "
+                f"value: {col.missing}" + (f" {col.fill_value:g}" if col.missing == "fill"
+                                           else ""))
+    domain = f"public {published(col)}" if col.public else "domain learned privately"
+    return f"{col.name}: {what}; {domain}"
+
+
 def warnings(schema: Schema, table: pd.DataFrame) -> list[str]:
     """For each public domain that matches the private table: a one-line warning naming the
     column and what it gives away (for the steward: these read the table)."""
@@ -76,10 +90,16 @@ def warnings(schema: Schema, table: pd.DataFrame) -> list[str]:
                 for name, bound, which, value in (("lower", col.lower, "minimum", present.min()),
                                                   ("upper", col.upper, "maximum", present.max()))
                 if bound == value and bound != 0]
+        lo, hi = nice_bounds(float(present.min()), float(present.max()))
         if hits:
-            lo, hi = nice_bounds(float(present.min()), float(present.max()))
             out.append(f"column {col.name!r}: {' and '.join(hits)}, so publishing it publishes "
-                       f"a real record; round it to [{lo:g}, {hi:g}] (nice bounds)")
+                       f"a real record; round it to [{lo:g}, {hi:g}] (nice bounds), or leave "
+                       "the domain to be learned privately")
+        elif (col.lower, col.upper) == (lo, hi):
+            out.append(f"column {col.name!r}: [{col.lower:g}, {col.upper:g}] is the table's "
+                       "own range rounded: it still tells roughly how far the data reaches; "
+                       "keep it only if a codebook gives that range, or leave the domain to be "
+                       "learned privately")
     return out
 
 

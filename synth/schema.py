@@ -375,6 +375,8 @@ def edit_column(col: Column, values: pd.Series, kind: str, *, lower: float | Non
     if kind not in KINDS:
         raise SchemaError(f"column {col.name!r}: kind must be 'numeric' or 'categorical', "
                           f"got {kind!r}")
+    if kind != col.kind:  # what follows is read off the data: a proposal again
+        col = replace(col, proposed=True)
     if kind != col.kind and kind == CATEGORICAL:
         col = _as_categorical(col, values)
     elif kind != col.kind:
@@ -385,8 +387,7 @@ def edit_column(col: Column, values: pd.Series, kind: str, *, lower: float | Non
                               "not numbers")
         col = Column(col.name, NUMERIC, lower=float(numbers.min()), upper=float(numbers.max()),
                      integer=bool(np.all(numbers == np.round(numbers))), flags=col.flags,
-                     missing="indicator" if len(present) < len(values) else "none",
-                     proposed=col.proposed)
+                     missing="indicator", proposed=True)
     if kind == NUMERIC and (lower is not None or upper is not None):
         col = replace(col, lower=lower, upper=upper, learned=False)
     if kind == CATEGORICAL and categories is not None:
@@ -444,12 +445,13 @@ def _infer_column(name: str, values: pd.Series | np.ndarray, max_codes: int,
         if identifier and integer:  # real-valued columns are nearly unique by nature
             flags.append(id_flag)
         if n_missing:
-            flags.append(f"{n_missing} missing values ({n_missing / len(values):.1%}): proposed "
-                         "missing='indicator' (learned like any column), or 'fill' a public "
-                         "value")
+            flags.append(f"{n_missing} missing values ({n_missing / len(values):.1%}): "
+                         "missing='indicator' learns where they are, or 'fill' a public value")
+        # every number gets the same proposal, blanks or not: which columns have blanks is
+        # the table's business, and a policy read off it would be released
         return Column(name, NUMERIC, lower=float(as_number.min()),
-                      upper=float(as_number.max()), integer=integer,
-                      missing="indicator" if n_missing else "none", flags=tuple(flags))
+                      upper=float(as_number.max()), integer=integer, missing="indicator",
+                      flags=tuple(flags))
     example = numbers_as_text(pd.Series(present, dtype=object))
     if example is not None:
         flags.append(f"numbers stored as text (e.g. {example!r}): read them as numbers (the "

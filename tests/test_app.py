@@ -8,6 +8,8 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from synth.report import release_report
+
 from .conftest import REPO
 
 APP = str(REPO / "app.py")
@@ -108,6 +110,15 @@ def test_uploaded_table_learns_its_domains_privately(app):
     app.switch_page("app_pages/data.py").run()
     app.checkbox(key="confirm:mine.csv").check().run()
     assert "proposals read from the table" not in texts(app)
+    app.selectbox(key="edit:mine.csv").set_value("answer").run()  # an edit after confirming
+    app.radio(key="kind:mine.csv:answer").set_value("numeric").run()
+    next(b for b in app.button if b.label == "Apply to this column").click().run()
+    assert any("Editing column 'answer' failed" in e.value for e in app.error)  # y/n
+    app.selectbox(key="edit:mine.csv").set_value("age").run()
+    app.radio(key="kind:mine.csv:age").set_value("categorical").run()
+    next(b for b in app.button if b.label == "Apply to this column").click().run()
+    assert "3 columns are proposals read from the table" in texts(app)  # confirmed anew
+    app.checkbox(key="confirm:mine.csv").check().run()
     app.switch_page(SYNTH).run()
     share = next(s for s in app.slider if "learning data-derived domains" in s.label)
     share.set_value(0.5).run()
@@ -115,9 +126,15 @@ def test_uploaded_table_learns_its_domains_privately(app):
     run(app)
     assert not app.exception and not app.error, [e.value for e in app.error]
     assert float(next(m.value for m in app.metric if m.label == "ε spent")) <= 8.0
-    # the downloadable configuration carries no domain read off the table
-    released = app.session_state["runs"][0].config["schema"]["columns"]
-    assert all(c["categories"] is None and c["lower"] is None for c in released)
+    # the downloadable configuration carries the released domains: learned, none read off
+    # the table; the release report and the checklist are made from them
+    finished = app.session_state["runs"][0]
+    released = finished.config["schema"]["columns"]
+    assert all(c["learned"] and not c["public"] and not c["flags"] for c in released)
+    assert all(c["categories"] or c["lower"] is not None for c in released)
+    page = release_report({**finished.ledger, **finished.config}, finished.synthetic)
+    assert "Release report: independent" in page and "Uses the real data" not in page
+    assert "rows: 600 synthetic rows from 600 private rows" in texts(app)  # the checklist
 
 
 def test_a_failed_utility_check_keeps_the_release(app):
@@ -320,6 +337,8 @@ def test_edit_a_column_on_the_data_page(app):
     described = app.dataframe[-1].value.set_index("column")
     assert described.loc["education_years", "kind"] == "categorical"
     assert "categories" in described.loc["education_years", "domain"]
+    assert described.loc["education_years", "read from the data"]  # re-read: a proposal
+    assert "1 columns are proposals read from the table" in texts(app)
     app.selectbox(key="edit:census demo (bundled sample)").set_value("sex").run()
     app.radio(key="kind:census demo (bundled sample):sex").set_value("numeric").run()
     next(b for b in app.button if b.label == "Apply to this column").click().run()

@@ -44,7 +44,9 @@ def test_infer_run_evaluate_round_trip(tmp_path, adult_files):
     res = synth("schema", "confirm", schema_path, adult_files / "adult_train.csv", "--public",
                 "all", "--nice")
     assert res.returncode == 0, res.stderr
-    assert "public age: whole numbers in [10, 100]" in res.stderr  # 17–90 in the table
+    assert ("age: numeric, whole numbers, a missing value: indicator; public whole numbers "
+            "in [10, 100]") in res.stderr  # 17–90 in the table
+    assert "'age': [10, 100] is the table's own range rounded" in res.stderr
     assert "warning: column 'sex': the public categories are exactly the 2 values" in res.stderr
     schema = Schema.load(schema_path)
     assert not schema.proposed and schema.releasable

@@ -61,7 +61,10 @@ def test_warnings_name_public_domains_that_are_the_tables_own_values():
     rounded = round_bounds(exact, table, ["salary"])
     assert (rounded["salary"].lower, rounded["salary"].upper) == (0, 1_000_000)
     assert round_bounds(rounded, table, ["salary"]) == rounded  # rounding twice: no change
-    assert not any("salary" in w for w in warnings(rounded, table))
+    assert any("'salary': [0, 1e+06] is the table's own range rounded" in w
+               for w in warnings(rounded, table))  # still read off the table: said so
+    codebook = rounded.replace_column(Column("salary", "numeric", 0, 2e6, public=True))
+    assert not any("salary" in w for w in warnings(codebook, table))
     codebook = exact.replace_column(Column("g", "categorical", categories=("a", "b", "c"),
                                            public=True))
     assert not any("'g'" in w for w in warnings(codebook, table))

@@ -62,6 +62,7 @@ def dataset() -> Dataset:
 
 def set_dataset(ds: Dataset) -> None:
     st.session_state["dataset"] = ds
+    st.session_state.pop(f"confirm:{ds.name}", None)  # a new table's proposals are unconfirmed
 
 
 def reset_dataset() -> None:
@@ -78,6 +79,7 @@ def set_base(schema: Schema, fresh_choices: bool = False) -> None:
     (``fresh_choices``) restarts them from what it says is public and the target."""
     ds = dataset()
     ds.base = ds.schema = schema
+    st.session_state.pop(f"confirm:{ds.name}", None)  # a changed schema is confirmed anew
     if fresh_choices:
         for choice in ("public", "drop", "target"):
             st.session_state.pop(f"{choice}:{ds.name}", None)
