@@ -178,6 +178,34 @@ def test_bad_upload_shows_a_clear_message(page):
     assert "Traceback" not in page.content()
 
 
+def test_an_upload_must_be_confirmed_before_it_runs(page):
+    page.get_by_text("census demo (bundled sample)").first.wait_for(timeout=30_000)
+    rows = "\n".join(f"{20 + i % 50},{'abc'[i % 3]},{'' if i % 7 == 0 else 30 + i % 20}"
+                     for i in range(5000))
+    page.get_by_test_id("stSidebarUserContent").locator("input[type=file]").set_input_files(
+        files=[{"name": "mine.csv", "mimeType": "text/csv",
+                "buffer": f"age,group,hours\n{rows}\n".encode()}])
+    page.get_by_text("mine.csv: 5,000 rows", exact=True).wait_for(timeout=30_000)
+    page.get_by_text("3 columns are proposals read from the table").wait_for(timeout=20_000)
+    page.get_by_role("link", name="Synthesize").click()
+    page.get_by_text("still proposals read from the table").wait_for(timeout=30_000)
+    assert page.get_by_role("button", name="Run", exact=True).is_disabled()
+    page.get_by_role("link", name="Review and confirm the schema").click()  # back to Data
+    page.get_by_text("I have checked each column's kind").click()
+    page.get_by_text("proposals read from the table").wait_for(state="detached", timeout=20_000)
+    page.get_by_role("link", name="Synthesize").click()
+    page.get_by_text("Share of ε for learning data-derived domains").wait_for(timeout=30_000)
+    run = page.get_by_role("button", name="Run", exact=True)
+    run.wait_for(timeout=20_000)
+    assert run.is_enabled()
+    run.click()
+    page.get_by_text("Release checklist").wait_for(timeout=120_000)
+    page.get_by_text("5,000 synthetic rows from 5,000 private rows").wait_for(timeout=20_000)
+    page.get_by_text("For you only, not for release").wait_for(timeout=20_000)
+    shot(page, "confirmed_upload.png")
+    assert "Traceback" not in page.content()
+
+
 @pytest.mark.parametrize("page", ["/synthesize"], indirect=True)
 def test_a_deep_link_as_first_request_still_runs_the_app(page):
     page.get_by_role("button", name="Run").wait_for(timeout=30_000)
