@@ -4,6 +4,10 @@ A column's *domain* (categories, or numeric bounds) is either **declared public*
 (``public=True``), **data-derived** (read off the private table by :func:`infer_schema`: fine to
 look at, never to release), or **learned** under DP inside a run (``learned=True``, see
 :mod:`synth.privacy.domains`). Methods only ever run on public or learned domains.
+
+A column's kind, integer flag and missing policy shape the release too, so they are the
+user's declaration: :func:`infer_schema` marks what it reads off the table ``proposed``, and a
+fit refuses a proposal until :meth:`Schema.confirm`.
 """
 
 from __future__ import annotations

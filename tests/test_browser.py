@@ -118,7 +118,7 @@ def test_a_live_dp_select_run_then_a_cancelled_one(page):
     page.get_by_text("census demo (bundled sample)").first.wait_for(timeout=30_000)
     page.get_by_role("link", name="Synthesize").click()
     page.get_by_text("Planned split").wait_for(timeout=30_000)
-    page.get_by_test_id("stSelectbox").first.click()
+    page.get_by_test_id("stMain").get_by_test_id("stSelectbox").first.click()
     page.get_by_role("option", name="DP-Select").click()
     page.get_by_text("ε per selection").wait_for(timeout=30_000)  # the selection's preview
     page.get_by_text("Method parameters").click()
@@ -218,7 +218,7 @@ def test_a_deep_link_as_first_request_still_runs_the_app(page):
 @pytest.mark.parametrize("page", ["/feasibility"], indirect=True)
 def test_feasibility_page_redraws_a_preset_in_the_browser(page):
     page.get_by_text("Private sampling: can its bounds be met?").wait_for(timeout=30_000)
-    page.get_by_test_id("stSelectbox").first.click()
+    page.get_by_test_id("stMain").get_by_test_id("stSelectbox").first.click()
     page.get_by_role("option", name="Mushroom").click()
     page.get_by_text("5.3e72", exact=True).wait_for(timeout=20_000)  # m_lo, Table 2
     assert page.get_by_text("Not feasible", exact=False).count() >= 1

@@ -208,9 +208,9 @@ class Synthesizer:
                               f"{budget!r}")
         if dict(budget.shares) == {ALL: 1.0}:
             return replace(budget, shares=self.default_shares(schema))
-        missing = [s for s in self.stages if s not in budget.shares]
-        if missing:
-            raise BudgetError(f"method {self.name!r} needs budget shares for {missing}; "
+        unshared = [s for s in self.stages if s not in budget.shares]
+        if unshared:
+            raise BudgetError(f"method {self.name!r} needs budget shares for {unshared}; "
                               f"the budget has {sorted(budget.shares)} (leave shares out to "
                               "use the method's own split)")
         if self.share_param is not None:
