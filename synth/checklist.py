@@ -53,7 +53,7 @@ def release_checklist(real: pd.DataFrame, synthetic: pd.DataFrame,
             if at > LOUD:
                 checks.append(Check("bounds", f"{col.name}: {at:.1%} of synthetic values sit "
                                               f"exactly at a bound", warn=False))
-        example = numbers_as_text(values) if col.kind == CATEGORICAL else None
+        example = numbers_as_text(values.dropna().unique()) if col.kind == CATEGORICAL else None
         if example is not None:
             checks.append(Check("numbers as text", f"{col.name}: values such as {example!r} "
                                 "are numbers stored as text, synthesized as categories; read "

@@ -18,7 +18,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linprog, minimize
 
 from synth.errors import SynthError
 
@@ -87,6 +86,8 @@ def fit_density(data: np.ndarray, d: int, m: int, delta: float, Delta: float,
                               f"{bound:.3g} (Algorithm 1 fails; try a larger m)")
     uniform = W.mean(axis=1)  # û
     A = W / m  # on g = m·h, so that the box is [2δ, Δ − δ] rather than 1e-9-sized
+    from scipy.optimize import linprog  # deferred: 0.4 s that other commands skip
+
     lp = linprog(np.r_[1.0, np.zeros(m)], A_eq=np.hstack([(target - uniform)[:, None], A]),
                  b_eq=target, bounds=[(0, 1)] + [(2 * delta, Delta - delta)] * m,
                  method="highs")
@@ -99,6 +100,8 @@ def fit_density(data: np.ndarray, d: int, m: int, delta: float, Delta: float,
         g = np.clip(1 + A.T @ nu, delta, Delta)
         gap = A @ g - b
         return -(0.5 * np.sum((g - 1) ** 2) - nu @ gap), gap
+
+    from scipy.optimize import minimize  # deferred, as above
 
     nu = minimize(dual, np.zeros(len(b)), jac=True, method="L-BFGS-B",
                   options={"maxiter": 5000, "ftol": 1e-15, "gtol": 1e-12}).x

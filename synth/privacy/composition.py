@@ -15,7 +15,6 @@ import sys
 from collections.abc import Callable
 
 import numpy as np
-from scipy.optimize import brentq, minimize_scalar
 
 from synth.errors import BudgetError, check_delta, check_epsilon
 
@@ -171,6 +170,8 @@ def _log_zcdp_delta(rho: float, epsilon: float) -> float:
         return (a - 1) * (a * rho - epsilon) + a * math.log1p(-1 / a) - math.log(a - 1)
 
     # the optimum is near α = (ε + ρ)/(2ρ); search a wide bracket in log(α − 1)
+    from scipy.optimize import minimize_scalar  # deferred: 0.4 s that `schema infer` skips
+
     res = minimize_scalar(log_delta, bounds=(-20.0, 40.0), method="bounded",
                           options={"xatol": 1e-10})
     return min(res.fun, 0.0) if math.isfinite(res.fun) else 0.0
@@ -197,6 +198,8 @@ def zcdp_to_dp(rho: float, delta: float, tight: bool = True) -> float:
         return 0.0
     if gap(simple) > 0:  # the optimiser cannot resolve δ at this ρ: the simple bound holds
         return simple
+    from scipy.optimize import brentq  # deferred, as above
+
     eps = brentq(gap, 0.0, simple, xtol=simple * 1e-15, rtol=1e-13)
     for _ in range(_STEPS):  # brentq can land a hair on the wrong side: step up
         if gap(eps) <= 0:
@@ -233,6 +236,8 @@ def dp_to_zcdp(epsilon: float, delta: float, tight: bool = True) -> float:
         lo, hi = hi, 2 * hi
     if not math.isfinite(hi) or gap(hi) <= 0 or gap(lo) > 0:
         return lo if gap(lo) <= 0 else simple  # no sign change to solve for: stay feasible
+    from scipy.optimize import brentq  # deferred, as above
+
     rho = brentq(gap, lo, hi, xtol=lo * 1e-15, rtol=1e-13)
     for _ in range(_STEPS):  # land on the feasible side
         if gap(rho) <= 0:
