@@ -139,11 +139,17 @@ def cmd_schema_infer(args: argparse.Namespace) -> int:
     kinds = ", ".join(f"{c.name}:{c.kind[:3]}{'(int)' if c.integer else ''}" for c in schema)
     print(f"wrote a proposed schema of {len(schema)} columns to {args.out} ({kinds}). It is "
           "read off the table: check each kind, integer flag and missing policy, then run\n"
-          f"  python -m synth schema confirm {shlex.quote(str(args.out))} "
+          f"  {_program()} schema confirm {shlex.quote(str(args.out))} "
           f"{shlex.quote(str(args.data))} --public COLUMN,... --nice\n"
           "naming the columns whose categories or bounds are public knowledge (a codebook); "
           "a run learns the other domains privately", file=sys.stderr)
     return 0
+
+
+def _program() -> str:
+    """How the user called us, so a suggested command runs as printed."""
+    called = sys.argv[0] if sys.argv else ""
+    return "python -m synth" if not called or called.endswith("__main__.py") else called
 
 
 def cmd_schema_confirm(args: argparse.Namespace) -> int:
