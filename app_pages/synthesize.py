@@ -11,7 +11,6 @@ import pandas as pd
 import streamlit as st
 
 from synth.checklist import release_checklist
-from synth.cli import run_command
 from synth.errors import SynthError
 from synth.evaluation import marginal_tvd, utility
 from synth.methods import METHODS, NoiseScale, Progress, Spent, StageStarted, make
@@ -27,6 +26,7 @@ from synth.privacy.composition import explore
 from synth.privacy.domains import DOMAIN
 from synth.protocol import holdout as hold_out
 from synth.report import release_report, steward_report
+from synth.runs import run_command
 from synth.schema import Schema
 from ui import layout, runner, state
 

@@ -36,6 +36,7 @@ from synth.methods import METHODS, FitContext, Progress, Spent, StageStarted, ma
 from synth.methods.base import check_rows
 from synth.privacy.budget import Budget, default_delta, epsilon_text, merge_shares
 from synth.protocol import protocol_split, train_test
+from synth.runs import run_command
 from synth.schema import Schema, infer_schema, validate
 from synth.sweep import DEMO, PRESETS
 
@@ -110,23 +111,6 @@ class _Bars:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
-
-
-def run_command(method: str, epsilon: float, delta: float, seed: int | None,
-                params: dict[str, Any], shares: dict[str, float], data: str = "DATA.csv",
-                schema: str = "schema.json") -> str:
-    """The ``python -m synth run`` line that runs the same configuration (for the app and
-    reports). Its noise is fresh, so it makes another release from the same distribution."""
-    words = ["python", "-m", "synth", "run", data, "--schema", schema, "--method", method,
-             "--epsilon", f"{epsilon:g}", "--delta", f"{delta:g}",
-             "--out", "synth.csv", "--ledger", "ledger.json"]
-    if seed is not None:
-        words += ["--postprocessing-seed", str(seed)]
-    for key, value in params.items():
-        words += ["--set", f"{key}={json.dumps(value)}"]
-    for stage, share in shares.items():
-        words += ["--set", f"share.{stage}={float(share)!r}"]  # shortest exact: 0.1
-    return shlex.join(words)
 
 
 def cmd_schema_infer(args: argparse.Namespace) -> int:

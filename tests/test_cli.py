@@ -274,8 +274,9 @@ def test_bad_rows_are_refused_before_anything_is_spent(tmp_path):
 
 
 def test_run_command_is_what_the_cli_parses():
-    from synth.cli import build_parser, run_command
+    from synth.cli import build_parser
     from synth.methods import parse_settings
+    from synth.runs import run_command
 
     line = run_command("independent", 0.5, 1e-6, 3, {"bins": 16, "exact_integers": 0},
                        {"domain": 0.1, "measure": 0.9})
