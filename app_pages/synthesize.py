@@ -176,8 +176,9 @@ def work(model, private, test, schema, budget, config, name):
                 evaluation = utility(test, synthetic, schema, real_train=private)
         except SynthError as exc:
             evaluation = {"error": str(exc)}
+        checklist = release_checklist(private, synthetic, model.schema_)
         return state.Run(name, synthetic, private, schema, model.ledger_.to_dict(), released,
-                         time.perf_counter() - started, evaluation, fidelity)
+                         time.perf_counter() - started, evaluation, fidelity, checklist)
     return run
 
 
@@ -285,7 +286,7 @@ c3.metric("rows", f"{len(run.synthetic):,}")
 c4.metric("seconds", f"{run.seconds:.1f}")
 st.plotly_chart(ledger_chart(run.ledger), width="stretch", key="ledger")
 st.markdown("**Release checklist** (read off the private table: for your eyes)")
-for check in release_checklist(run.real, run.synthetic, Schema.from_dict(run.config["schema"])):
+for check in run.checklist:
     (st.warning if check.warn else st.caption)(f"{check.item}: {check.text}")
 st.markdown("**The release**: nothing in these files is read from the private table except "
             "through the mechanisms on the ledger.")

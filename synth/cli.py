@@ -165,7 +165,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     table = read_table(args.data, max_bytes=args.max_bytes, encoding=args.encoding)
     schema = Schema.load(args.schema)
-    schema.check_declared()
     params, shares = parse_settings(args.set or [])
     synth = make(args.method, params)
     delta = args.delta if args.delta is not None else default_delta(len(table))

@@ -283,10 +283,8 @@ def test_cancel_stops_the_run_and_keeps_earlier_ones(app):
         assert time.monotonic() < deadline
         time.sleep(0.2)
         app.run()
-    started = time.monotonic()
     next(b for b in app.button if b.label == "Cancel").click().run()
-    finish(app, timeout=30)
-    assert time.monotonic() - started < 5
+    finish(app, timeout=120)  # an event with a generous limit: speed lives in benchmarks/
     warning = next(w.value for w in app.warning if "was cancelled" in w.value)
     # DP-SGD is charged before its first step, so the stopped run's ledger shows what ran
     assert "nothing was released" in warning and "had spent ε = " in warning

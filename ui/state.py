@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from synth.checklist import Check
 from synth.data import load_sample
 from synth.errors import SynthError
 from synth.evaluation import Fidelity
@@ -45,6 +46,7 @@ class Run:
     seconds: float
     evaluation: dict[str, Any] = field(default_factory=dict)  # utility, or {"error": ...}
     fidelity: Fidelity | None = None  # against the rows that were synthesized
+    checklist: list[Check] = field(default_factory=list)  # read off the real rows: not released
 
 
 @st.cache_data(show_spinner=False)
