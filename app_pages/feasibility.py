@@ -3,8 +3,8 @@
 Private sampling (Boedihardjo–Strohmer–Vershynin) releases noise-free ε-DP samples from the
 Boolean cube, but only under Theorem 4.1's cap on k and Theorem 4.2's conditions on n, m and k.
 Pierquin et al. (2023) showed that real tables cannot meet them; this page lets a researcher
-check that for their own numbers. Everything is closed-form (synth.feasibility) and redraws
-at once as the inputs move.
+check that for their own numbers. Everything is closed-form (private sampling's bounds) and
+redraws at once as the inputs move.
 """
 
 import math
@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from synth import feasibility as fz
 from synth.encoding import Discretizer
 from synth.errors import SynthError
+from synth.methods.private_sampling import bounds as fz
+from synth.methods.private_sampling.algorithm import fit_density, subsets, walsh
 from synth.missing import model_frame, model_schema
 from synth.plots import k_bound_chart, k_heatmap, m_range_chart, table2_chart
-from synth.private_sampling import fit_density, subsets, walsh
 from ui import layout
 
 EPSILONS = [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0]

@@ -34,12 +34,12 @@ import numpy as np
 from synth.data import read_table
 from synth.evaluation import evaluate
 from synth.methods import FitContext, make, parse_settings
-from synth.methods.gsd import QUERIES
+from synth.methods.gsd.method import QUERIES
+from synth.methods.gsd.projection import project
+from synth.methods.gsd.queries import Space, build
 from synth.privacy.budget import Budget
 from synth.privacy.mechanisms import replayable_noise
-from synth.projection import project
 from synth.protocol import adult_schema, protocol_split
-from synth.queries import Space, build
 from synth.schema import prepare
 
 REPO = Path(__file__).resolve().parent.parent

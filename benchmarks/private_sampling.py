@@ -41,8 +41,8 @@ def page_seconds(repeats: int = 7) -> list[float]:
 
 
 def algorithm_seconds(p: int, rng: np.random.Generator) -> dict:
-    from synth.feasibility import walsh_count
-    from synth.private_sampling import fit_density
+    from synth.methods.private_sampling.algorithm import fit_density
+    from synth.methods.private_sampling.bounds import walsh_count
 
     latent = rng.normal(size=(20_000, 1))
     cube = np.where(rng.normal(size=(20_000, p)) + 1.2 * latent > 0.3, 1, -1).astype(np.int8)

@@ -289,7 +289,9 @@ def cmd_split(args: argparse.Namespace) -> int:
 
 
 def cmd_feasibility(args: argparse.Namespace) -> int:
-    from synth import feasibility as fz  # deferred: the other commands do not need it
+    from synth.methods.private_sampling import (
+        bounds as fz,  # deferred: the other commands do not need it
+    )
 
     mode = ("manual" if args.Delta is not None else "from ‖f_n‖∞" if args.fn_inf is not None
             else "distinct rows" if args.distinct else "ideal cube")

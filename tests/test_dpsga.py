@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synth.dpsga import RealGenes, SubsetGenes, default_generations, dpsga
 from synth.errors import BudgetError, ParameterError
 from synth.privacy.composition import bounded_range, per_step_epsilon
+from synth.privacy.dpsga import RealGenes, default_generations, dpsga
 from synth.privacy.mechanisms import exponential
 from synth.schema import CATEGORICAL
 
@@ -34,21 +34,6 @@ def test_huge_epsilon_finds_the_optimum_of_a_toy():
                    np.random.default_rng(1), generations=150)
     assert np.abs(result.best - target).sum() < 0.1
     assert result.history[-1] >= result.history[0]
-
-
-def test_subset_operators_keep_indices_distinct():
-    genes = SubsetGenes(8, 30)
-    rng = np.random.default_rng(2)
-    pop = genes.random(20, rng)
-    a, b = genes.crossover(pop[:10], pop[10:], rng)
-    for chromosome in (*pop, *a, *b, *genes.mutate(pop, 0.5, rng)):
-        assert len(set(chromosome)) == 8 and chromosome.max() < 30
-    full = SubsetGenes(5, 5)  # the whole pool: mutation has nothing to swap in, and stops
-    assert np.array_equal(full.mutate(full.random(3, rng), 1.0, rng).shape, (3, 5))
-    target = np.arange(8)  # the toy optimum: the first 8 pool rows
-    result = dpsga(lambda p: np.isin(p, target).sum(1).astype(float), 1.0, genes, 1e6, 1e-5,
-                   rng, generations=60)
-    assert set(result.best) == set(target)
 
 
 @pytest.mark.parametrize("kwargs, error, message", [

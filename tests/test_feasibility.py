@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from synth.errors import ParameterError
-from synth.feasibility import (
+from synth.methods.private_sampling.bounds import (
     LOG10_2,
     Setting,
     log10_delta_bound,

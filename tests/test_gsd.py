@@ -10,20 +10,20 @@ import pytest
 
 from synth.errors import BudgetError, Cancelled, ParameterError
 from synth.methods import FitContext, Progress, make
-from synth.methods.gsd import (
+from synth.methods.gsd.method import (
     QUERIES,
     measure_workload,
     measurement_event,
     select_workloads,
     selection_event,
 )
+from synth.methods.gsd.projection import loss_of, project
+from synth.methods.gsd.queries import BOUND_ATOM, QUERY_CLASSES, Prefixes, Space, build, plan_size
 from synth.privacy.audit import epsilon_lower_bound, event_counts
 from synth.privacy.budget import Budget
 from synth.privacy.composition import dp_to_zcdp, zcdp_to_dp
 from synth.privacy.events import Exponential, Gaussian
 from synth.privacy.mechanisms import replayable_noise
-from synth.projection import loss_of, project
-from synth.queries import BOUND_ATOM, QUERY_CLASSES, Prefixes, Space, build, plan_size
 from synth.schema import Column, Schema, infer_schema
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from synth.errors import SynthError
-from synth.private_sampling import SamplingFailure, fit_density, subsets, walsh
+from synth.methods.private_sampling.algorithm import SamplingFailure, fit_density, subsets, walsh
 
 
 def correlated(n=20000, p=8, seed=0):

@@ -6,9 +6,7 @@ import numpy as np
 import pytest
 
 from synth.errors import ParameterError
-from synth.privacy.audit import epsilon_lower_bound, event_counts
-from synth.privacy.mechanisms import replayable_noise
-from synth.selection import (
+from synth.methods.dpselect.rows import (
     DISTANCES,
     candidate_scores,
     cells,
@@ -17,6 +15,8 @@ from synth.selection import (
     top_pairs,
     weighted_distance,
 )
+from synth.privacy.audit import epsilon_lower_bound, event_counts
+from synth.privacy.mechanisms import replayable_noise
 
 SIZES = np.array([3, 4, 2, 5])
 MARGINALS = [(0, 1), (1, 3), (2, 3)]

@@ -9,10 +9,10 @@ import pytest
 
 from synth.errors import ParameterError
 from synth.methods import FitContext, Progress, make
+from synth.methods.dpselect.ga import Subsets, select_subset
+from synth.methods.dpselect.rows import cells
 from synth.privacy.budget import Budget
 from synth.privacy.composition import bounded_range
-from synth.selection import cells
-from synth.selection_ga import Subsets, select_subset
 
 GA = {"epochs": 0.5, "batch_size": 256, "pool_multiplier": 3, "engine": "ga",
       "generations": 5, "population": 20, "parents": 4}

@@ -1,7 +1,7 @@
 """DP-Select's GA engine: the whole output subset chosen by the DP simple GA.
 
-The row-by-row engine (:mod:`synth.selection`) spends its budget on n weak picks. Here the
-output's k rows form one chromosome and :func:`synth.dpsga.dpsga` spends the same budget on
+The row-by-row engine (:mod:`.rows`) spends its budget on n weak picks. Here the
+output's k rows form one chromosome and :func:`synth.privacy.dpsga.dpsga` spends the same budget on
 N_g·N_s + 1 strong selections, whatever k is. The utility is minus the weighted L1 distance
 between the private section's marginals and the chromosome's; with the weights summing to 1
 and k = n_s public, replacing one private record moves it by at most 2/n_s.
@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from synth.dpsga import Genes, Result, dpsga
+from synth.privacy.dpsga import Genes, Result, dpsga
 
 TILT_SHARES = (1e-3, 0.05)  # range of the share of genes a tilt tries to move (log-uniform)
 
@@ -143,7 +143,7 @@ def select_subset(reference_cells: np.ndarray, pool_cells: np.ndarray, pool_valu
     """Choose len(reference_cells) distinct rows of the pool section by the DP simple GA.
 
     ``reference_cells`` / ``pool_cells``: (n_s, J) / (m_s, J) cell indices per marginal (see
-    :func:`synth.selection.cells`); ``pool_values``: (m_s, d) codes of the columns named in
+    :func:`.rows.cells`); ``pool_values``: (m_s, d) codes of the columns named in
     ``columns``. ``sensitivity``: of the utility, at least 2/n_s (the caller passes one for
     every section, the ledger's). ``ga``: dpsga's keywords (generations, population, parents,
     p_c, p_m). Returns the chosen pool indices, their weighted L1 distance (not private: for

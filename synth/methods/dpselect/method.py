@@ -3,7 +3,7 @@
 A share of the budget trains a :class:`~synth.methods.dpgan.DPGAN`; its generator draws a pool
 of ``pool_multiplier`` × n rows (post-processing, free). The output's n rows are then chosen
 from the pool by the exponential mechanism so that the chosen 2-way marginals approach the
-private table's (see :mod:`synth.selection`). Corrections to the thesis, after its notes:
+private table's (see :mod:`.rows`). Corrections to the thesis, after its notes:
 
 * the marginals and their weights come from mutual information **on the pool** (free), not on
   the private table, whose use was unaccounted (G1);
@@ -13,7 +13,7 @@ private table's (see :mod:`synth.selection`). Corrections to the thesis, after i
   size, 2/n_s (G6); T candidates are distinct rows not chosen before (G5).
 
 Two engines choose the rows: ``rows`` picks them one at a time (the thesis), ``ga`` chooses a
-section's whole output at once with the DP simple GA (:mod:`synth.selection_ga`), N_g·N_s + 1
+section's whole output at once with the DP simple GA (:mod:`synth.methods.dpselect.ga`), N_g·N_s + 1
 strong selections instead of n_s weak ones.
 """
 
@@ -27,17 +27,17 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from synth.dpsga import check_settings, default_generations
 from synth.encoding import Discretizer, finalize
 from synth.errors import Cancelled, ParameterError, check_int
 from synth.methods.base import FitContext, NoiseScale, check_rows, resample
-from synth.methods.dpgan import DPGAN, GAN, train_gan
+from synth.methods.dpgan.method import DPGAN, GAN, train_gan
+from synth.methods.dpselect.ga import select_subset
+from synth.methods.dpselect.rows import DISTANCES, cells, select, top_pairs
 from synth.privacy.budget import Budget
 from synth.privacy.composition import per_step_epsilon
+from synth.privacy.dpsga import check_settings, default_generations
 from synth.privacy.events import Exponential, describe, normalised_marginals_l1
 from synth.schema import Schema
-from synth.selection import DISTANCES, cells, select, top_pairs
-from synth.selection_ga import select_subset
 
 SELECT = "select"
 SELECTION_BINS = 10  # equal-width bins over public bounds for numeric columns (note G4)

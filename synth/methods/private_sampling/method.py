@@ -1,7 +1,7 @@
 """Private sampling behind the method interface, at demo scale (p ≤ 20 bits).
 
 The table is binarised from its public schema (each categorical one-hot, each number one-hot
-over ``bins`` equal-width bins), mapped to {−1, 1}^p, and :func:`synth.private_sampling.
+over ``bins`` equal-width bins), mapped to {−1, 1}^p, and :func:`.algorithm.
 fit_density` finds the density whose k draws are the release. The run is ε-DP only when
 Theorem 4.1 allows k samples for (p, d, n, m, ε, δ, Δ); everything in that check is public
 (the schema, the row count, the parameters), so it is made before the data is read. When it
@@ -20,12 +20,12 @@ import pandas as pd
 
 from synth.encoding import Discretizer, finalize
 from synth.errors import BudgetError, ParameterError, check_int
-from synth.feasibility import Setting, show, walsh_count
 from synth.methods.base import FitContext, NoiseScale, Synthesizer, resample
+from synth.methods.private_sampling.algorithm import fit_density
+from synth.methods.private_sampling.bounds import Setting, show, walsh_count
 from synth.privacy.budget import Budget
 from synth.privacy.events import NoGuarantee, PureDP, describe
 from synth.privacy.mechanisms import fresh_rng
-from synth.private_sampling import fit_density
 from synth.schema import Schema
 
 SAMPLE = "sample"

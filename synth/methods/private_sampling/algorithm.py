@@ -7,7 +7,7 @@ density on S for which a density on S with the data's degree-≤d Walsh coeffici
 box [2δ/m, (Δ−δ)/m]; then take by QP the density closest to uniform with those coefficients in
 [δ/m, Δ/m], solved through its l-dimensional dual (L-BFGS-B); release k draws from it. The
 cube is never enumerated: coefficients are means of products of columns. The bounds that make
-this DP or accurate are in :mod:`synth.feasibility`; see the note on private sampling for the
+this DP or accurate are in :mod:`.bounds`; see the note on private sampling for the
 paper's typos fixed here (the LP's λ column and right-hand side).
 """
 

@@ -10,11 +10,11 @@ selections, and ε_s is the largest per-selection ε whose bounded-range composi
 stays within (ε, δ) (ln(1/δ) inside the square root). Everything but the selections is
 post-processing.
 
-A chromosome is one row of an array; :class:`RealGenes` (weights in a box, Gaussian
-mutation) and :class:`SubsetGenes` (distinct indices into a public pool) are the paper's two
-encodings, and :class:`Genes` holds the breeding they share. ``utility`` scores a whole
-population at once, so it can be vectorised; an encoding may override :meth:`Genes.breed`
-(DP-Select's GA engine does, to keep cached statistics exact).
+A chromosome is one row of an array and :class:`Genes` holds the breeding every encoding
+shares: :class:`RealGenes` is the paper's weights in a box (Gaussian mutation); subsets of a
+public pool are DP-Select's ``Subsets`` (:mod:`synth.methods.dpselect.ga`), the one subset
+encoding. ``utility`` scores a whole population at once, so it can be vectorised; an
+encoding may override :meth:`Genes.breed` (``Subsets`` does, to keep cached counts exact).
 """
 
 from __future__ import annotations
@@ -76,40 +76,6 @@ class RealGenes(Genes):
         hit = rng.random(pop.shape) < p_m
         noisy = pop + np.where(hit, rng.normal(0, self.sigma, pop.shape), 0.0)
         return np.clip(noisy, self.low, self.high)
-
-
-class SubsetGenes(Genes):
-    """k distinct indices into a pool of ``size``: crossover samples k from the union of the
-    parents, mutation replaces a gene by an index not already in the chromosome."""
-
-    def __init__(self, length: int, size: int):
-        if length > size:
-            raise ParameterError(f"cannot choose {length} distinct rows from a pool of {size}")
-        self.length, self.size = length, size
-
-    def random(self, count: int, rng: np.random.Generator) -> np.ndarray:
-        return np.stack([rng.choice(self.size, self.length, replace=False)
-                         for _ in range(count)])
-
-    def crossover(self, a: np.ndarray, b: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray]:
-        kids = []
-        for x, y in zip(a, b, strict=True):
-            union = np.union1d(x, y)
-            kids.append([rng.choice(union, self.length, replace=False) for _ in range(2)])
-        pairs = np.array(kids)
-        return pairs[:, 0], pairs[:, 1]
-
-    def mutate(self, pop: np.ndarray, p_m: float, rng) -> np.ndarray:
-        out = pop.copy()
-        if self.length == self.size:  # every index is taken: nothing to replace a gene with
-            return out
-        for i, j in zip(*np.nonzero(rng.random(pop.shape) < p_m), strict=True):
-            while True:  # the pool is far larger than a chromosome: few retries
-                v = rng.integers(self.size)
-                if v not in out[i]:
-                    out[i, j] = v
-                    break
-        return out
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Each of T rounds privately picks the S worst-answered workloads of the current synthetic table
 (report-noisy-max with Gumbel noise, never a workload picked before), measures them with the
-Gaussian mechanism, and re-projects: a genetic search (:mod:`synth.projection`) over N'-row
+Gaussian mechanism, and re-projects: a genetic search (:mod:`.projection`) over N'-row
 tables, warm-started from the last one, fits **all** workloads measured so far. The one-shot
 mode measures every workload once and projects once.
 
@@ -27,12 +27,12 @@ import pandas as pd
 
 from synth.errors import BudgetError, ParameterError, check_int
 from synth.methods.base import FitContext, NoiseScale, Synthesizer, check_rows, resample
+from synth.methods.gsd.projection import project
+from synth.methods.gsd.queries import Space, Workloads, build, parse_classes, plan_size
 from synth.privacy.budget import Budget
 from synth.privacy.composition import dp_to_zcdp
 from synth.privacy.events import Exponential, Gaussian, describe, fraction_linf
 from synth.privacy.mechanisms import exponential_top_k, gaussian
-from synth.projection import project
-from synth.queries import Space, Workloads, build, parse_classes, plan_size
 from synth.schema import CATEGORICAL, Schema
 
 QUERIES = "queries"  # the budget stage: choosing and measuring workloads

@@ -5,7 +5,7 @@ Every generation proposes ``mutations`` + ``crossovers`` candidates, each the cu
 table D* with **one cell** changed (mutation: a random value of the column, see
 :meth:`Space.random_values`; crossover: the same column of a random row of a random elite),
 and keeps the ``elite`` best of the old elites and the candidates. A candidate's loss is
-priced incrementally from D*'s residual (see :class:`synth.queries.Tracker`), so a
+priced incrementally from D*'s residual (see :class:`synth.methods.gsd.queries.Tracker`), so a
 generation costs O(P · slots containing the column), not O(P · N' · m). The loss is the
 squared L2 distance Σ w·(â − Q(D))² (note C13); the search stops when it improved by less
 than ``tol`` (relative) over the last ``window`` generations (default N', App. D.1), or
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from synth.errors import ParameterError, check_int
-from synth.queries import Space, Workloads
+from synth.methods.gsd.queries import Space, Workloads
 
 BLOCK = 256  # generations whose random draws are made at once
 
