@@ -25,14 +25,14 @@ if not chosen:
 st.subheader("Summary")
 summary = pd.DataFrame([{
     "run": r.name,
-    "ε spent": r.ledger["total_epsilon"],  # empty where the run claims no guarantee
-    "guarantee": r.ledger["guarantee"],
-    "δ spent": r.ledger["total_delta"],
-    "1-way TVD": r.fidelity.tvd1 if r.fidelity else None,
-    "2-way TVD": r.fidelity.tvd2 if r.fidelity else None,
-    "tree accuracy": r.evaluation.get("accuracy"),
-    "macro F1": r.evaluation.get("macro_f1"),
-    "seconds": r.seconds,
+    "ε spent": r.record.ledger["total_epsilon"],  # empty where the run claims no guarantee
+    "guarantee": r.record.ledger["guarantee"],
+    "δ spent": r.record.ledger["total_delta"],
+    "1-way TVD": r.record.fidelity.tvd1 if r.record.fidelity else None,
+    "2-way TVD": r.record.fidelity.tvd2 if r.record.fidelity else None,
+    "tree accuracy": r.record.scores.get("accuracy"),
+    "macro F1": r.record.scores.get("macro_f1"),
+    "seconds": r.record.seconds,
 } for r in chosen])
 st.dataframe(summary, width="stretch", hide_index=True,
              column_config={c: st.column_config.NumberColumn(format="%.3f")
@@ -42,11 +42,11 @@ st.caption("TVD: total variation distance between the real and synthetic margina
 
 with state.guard("Comparing utility"):
     for r in chosen:
-        if "error" in r.evaluation:
+        if "error" in r.record.scores:
             st.warning(f"The utility check of {r.name} could not be completed: "
-                       f"{r.evaluation['error']}")
-    measured = {r.name: r.evaluation for r in chosen
-                if r.evaluation and "error" not in r.evaluation}
+                       f"{r.record.scores['error']}")
+    measured = {r.name: r.record.scores for r in chosen
+                if r.record.scores and "error" not in r.record.scores}
     if measured:
         first = next(iter(measured.values()))
         st.plotly_chart(utility_chart(measured, first["majority"], first.get("real_accuracy")),
@@ -61,14 +61,15 @@ with state.guard("Comparing marginals"):
     if len(same) < len(chosen):
         st.caption(f"Marginal charts show runs synthesized from the same rows as {base.name}.")
     column = st.selectbox("Column", base.schema.names)
-    st.plotly_chart(marginal_chart(base.real, {r.name: r.synthetic for r in same}, base.schema,
-                                   column), width="stretch", key="marginal")
+    synthetic = {r.name: r.record.synthetic for r in same}
+    st.plotly_chart(marginal_chart(base.real, synthetic, base.schema, column), width="stretch",
+                    key="marginal")
 
 st.subheader("2-way TVD per column pair")
 for r, tab in zip(chosen, st.tabs([r.name for r in chosen]), strict=True):
     with tab, state.guard(f"Drawing {r.name}"):
-        if r.fidelity is None:
+        if r.record.fidelity is None:
             st.caption("No fidelity figures for this run.")
         else:
-            st.plotly_chart(tvd_heatmap(r.fidelity, title=r.name), width="stretch",
+            st.plotly_chart(tvd_heatmap(r.record.fidelity, title=r.name), width="stretch",
                             key=f"heat:{r.name}")

@@ -13,11 +13,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from synth.encoding import Discretizer
 from synth.errors import SynthError
 from synth.methods.private_sampling import bounds as fz
-from synth.methods.private_sampling.algorithm import fit_density, subsets, walsh
-from synth.missing import model_frame, model_schema
+from synth.methods.private_sampling.algorithm import fit_density, profile, subsets, walsh
 from synth.plots import k_bound_chart, k_heatmap, m_range_chart, table2_chart
 from ui import layout
 
@@ -37,14 +35,6 @@ for key, value in FIELDS.items():
     st.session_state.setdefault(f"fz:{key}", value)
 
 
-def table_profile(table: pd.DataFrame, schema) -> tuple[int, float]:
-    """(p, ‖f_n‖∞) of the table one-hot encoded on its schema (numbers in 10 bins)."""
-    coder = Discretizer(model_schema(schema), bins=10)
-    codes = coder.codes(model_frame(table, schema))
-    _, counts = np.unique(codes, axis=0, return_counts=True)
-    return int(coder.sizes.sum()), counts.max() / len(codes)
-
-
 def apply_preset() -> None:
     name = st.session_state["fz:preset"]
     state = st.session_state
@@ -56,7 +46,7 @@ def apply_preset() -> None:
         state["fz:mode"] = "ideal cube"
     elif name == CURRENT:
         try:
-            p, fn_inf = table_profile(ds.table, ds.schema)
+            p, fn_inf = profile(ds.table, ds.schema)
         except SynthError as exc:
             state["fz:problem"] = f"Could not profile the current table: {exc}"
             return

@@ -3,17 +3,15 @@ anything, run it in the background while watching it learn, download the release
 
 import contextlib
 import json
-import time
 from functools import partial
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from synth.checklist import release_checklist
+from synth import runs
 from synth.errors import SynthError
-from synth.evaluation import marginal_tvd, utility
-from synth.methods import METHODS, NoiseScale, Progress, Spent, StageStarted, make
+from synth.methods import METHODS, NoiseScale, make
 from synth.plots import (
     THEOREM_NAMES,
     budget_chart,
@@ -21,12 +19,10 @@ from synth.plots import (
     ledger_chart,
     progress_chart,
 )
-from synth.privacy.budget import Budget, default_delta, epsilon_text, merge_shares
+from synth.privacy.budget import Budget, default_delta, epsilon_text
 from synth.privacy.composition import explore
 from synth.privacy.domains import DOMAIN
-from synth.protocol import holdout as hold_out
 from synth.report import release_report, steward_report
-from synth.runs import run_command
 from synth.schema import Schema
 from ui import layout, runner, state
 
@@ -110,17 +106,12 @@ def noise_preview(method: str, params_json: str, rows: int, schema_json: str, ep
     return model.preview(rows, Schema.from_dict(json.loads(schema_json)), budget)
 
 
-def split(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """(rows to synthesize, held-out test rows or None)."""
-    return hold_out(table) if holdout else (table, None)
-
-
 st.subheader("Before you spend anything")
-budget = None
-rows = 5 * n // 6 if holdout else n  # the protocol split's train + validation rows
+planned = budget = None
+rows = runs.synthesized_rows(n, schema, holdout)
 with state.guard("Planning the budget"):
-    model = make(method, params)
-    budget = Budget(epsilon, delta, merge_shares(model.default_shares(schema), shares_given))
+    planned = runs.Run(method, schema, epsilon, delta, params, shares_given, seed)
+    model, budget = planned.model, planned.budget
     st.plotly_chart(budget_chart(budget), width="stretch", key="plan")
     for scale in noise_preview(method, json.dumps(model.get_params()), rows,
                                json.dumps(schema.to_dict()), epsilon, delta,
@@ -162,58 +153,32 @@ with st.expander("Composition explorer: what n selections may each spend"):
         st.info("Composition with δ = 0 leaves only basic composition: ε/n per step.")
 
 
-def work(model, private, test, schema, budget, config, name):
-    """What the background thread runs: fit, sample, measure (never touches Streamlit)."""
-    def run(ctx):
-        started = time.perf_counter()
-        model.fit(private, schema, budget, ctx)
-        released = {**config, "schema": model.schema_.to_dict()}  # with its learned domains
-        synthetic = model.sample()
-        evaluation, fidelity = {}, None
-        try:  # a failed measurement must not cost the user a finished release
-            fidelity = marginal_tvd(private, synthetic, schema)
-            if test is not None and not test.empty:
-                evaluation = utility(test, synthetic, schema, real_train=private)
-        except SynthError as exc:
-            evaluation = {"error": str(exc)}
-        checklist = release_checklist(private, synthetic, model.schema_)
-        return state.Run(name, synthetic, private, schema, model.ledger_.to_dict(), released,
-                         time.perf_counter() - started, evaluation, fidelity, checklist)
-    return run
-
-
-def record(run: state.Run) -> dict:
-    """The run as a ledger file holds it: ledger, method, parameters, public schema, command."""
-    return {**run.ledger, **{k: run.config[k] for k in ("method", "params",
-                                                        "postprocessing_seed", "schema",
-                                                        "command")},
-            "rows": len(run.synthetic)}
+def work(run: runs.Run, name: str, private: pd.DataFrame, test: pd.DataFrame | None,
+         schema: Schema, ctx) -> state.Run:
+    """What the background thread runs (it never touches Streamlit)."""
+    return state.Run(name, run(private, schema, test, ctx), private, schema)
 
 
 def release_page(run: state.Run) -> str:
     """The releasable HTML report, made when the button is pressed (it embeds 5 MB of Plotly)."""
-    return release_report(record(run), run.synthetic)
+    return release_report(run.record.release(), run.record.synthetic)
 
 
 def steward_page(run: state.Run) -> str:
-    return steward_report(record(run), run.synthetic, run.real, run.schema)
+    return steward_report(run.record.release(), run.record.synthetic, run.real, run.schema)
 
 
 busy = state.job() is not None
-if st.button("Run", type="primary", disabled=busy or budget is None or bool(schema.proposed)):
+if st.button("Run", type="primary", disabled=busy or planned is None or bool(schema.proposed)):
     with state.guard("Starting the run"):
-        private, test = split(ds.table)
-        params = model.get_params()
-        config = {"method": method, "params": params, "epsilon": epsilon, "delta": delta,
-                  "shares": dict(budget.shares), "postprocessing_seed": seed,
-                  "command": run_command(method, epsilon, delta, seed, params,
-                                         dict(budget.shares))}
-        split_note = f" {cls.share_param}={params[cls.share_param]:g}" if cls.share_param else ""
+        private, test = runs.split(ds.table, schema, holdout)
+        split_note = (f" {cls.share_param}={model.get_params()[cls.share_param]:g}"
+                      if cls.share_param else "")
         seed_note = f" seed={seed}" if seed is not None else ""
         name = f"{cls.title} ε={epsilon:g}{split_note}{seed_note} #{len(state.runs()) + 1}"
         state.start_job(runner.Job(name, seed, epsilon).start(
-            work(model, private, test, schema, budget, config, name),
-            ledger=lambda: model.ledger_.to_dict() if hasattr(model, "ledger_") else None))
+            partial(work, planned, name, private, test, schema),
+            ledger=lambda run=planned: run.spent))
 
 
 @st.fragment(run_every=REFRESH)
@@ -224,27 +189,20 @@ def live() -> None:
         return
     if job.status != runner.RUNNING:
         st.rerun(scope="app")  # the sidebar collects the result and the page shows it
-    events = list(job.events)
+    stages, charged = job.overview()
     st.subheader(f"Running: {job.name}")
-    stages: dict[str, list] = {}
-    charged = 0.0  # the ledger's total: every mechanism is charged before it runs
-    for e in events:
-        if isinstance(e, StageStarted):
-            stages[e.stage] = [0, e.total, e.description]
-        elif isinstance(e, Progress) and e.stage in stages:
-            stages[e.stage][:2] = e.step, e.total or stages[e.stage][1]
-        elif isinstance(e, Spent):
-            charged = e.total_epsilon
-    for stage, (step, total, description) in stages.items():
-        share = step / total if total else 0.0
-        st.progress(min(share, 1.0), text=f"**{stage}** {step:,}/{total or '?'}: {description}")
+    for name, stage in stages.items():
+        share = stage.step / stage.total if stage.total else 0.0
+        st.progress(min(share, 1.0), text=f"**{name}** {stage.step:,}/{stage.total or '?'}: "
+                                          f"{stage.description}")
     st.caption(f"{job.seconds:.0f} s so far; ε charged to the ledger (before each mechanism "
                f"runs): {epsilon_text(charged)} of {job.epsilon:g}"
                + (" — cancelling…" if job.cancelling else ""))
-    for stage in stages:
-        if any(isinstance(e, Progress) and e.stage == stage and e.metrics for e in events):
-            st.plotly_chart(progress_chart(events, stage), width="stretch", key=f"live:{stage}")
-    if any(isinstance(e, Progress) and e.metrics for e in events):
+    measured = [name for name, stage in stages.items() if stage.measured]
+    for name in measured:
+        st.plotly_chart(progress_chart(list(job.events), name), width="stretch",
+                        key=f"live:{name}")
+    if measured:
         st.caption("Losses are measured on real rows and distances against the real marginals: "
                    "these curves are for your eyes, not part of the release.")
     if st.button("Cancel", disabled=job.cancelling):
@@ -270,32 +228,33 @@ if ended is not None and ended.status in (runner.CANCELLED, runner.FAILED):
             st.plotly_chart(ledger_chart(ended.spent), width="stretch", key="stopped-ledger")
             st.json(ended.spent, expanded=False)
 
-runs = state.runs()
-if not runs:
+finished = state.runs()
+if not finished:
     if state.job() is None:
         st.info("No runs yet: choose a budget and press Run.")
     st.stop()
 
-run = runs[-1]
+run = finished[-1]
+record = run.record
 st.divider()
 st.subheader(f"Release: {run.name}")
 c1, c2, c3, c4 = st.columns(4)
-c1.metric("ε spent", epsilon_text(run.ledger["total_epsilon"]))
-c2.metric("δ spent", f"{run.ledger['total_delta']:.2e}")
-c3.metric("rows", f"{len(run.synthetic):,}")
-c4.metric("seconds", f"{run.seconds:.1f}")
-st.plotly_chart(ledger_chart(run.ledger), width="stretch", key="ledger")
+c1.metric("ε spent", epsilon_text(record.ledger["total_epsilon"]))
+c2.metric("δ spent", f"{record.ledger['total_delta']:.2e}")
+c3.metric("rows", f"{len(record.synthetic):,}")
+c4.metric("seconds", f"{record.seconds:.1f}")
+st.plotly_chart(ledger_chart(record.ledger), width="stretch", key="ledger")
 st.markdown("**Release checklist** (read off the private table: for your eyes)")
-for check in run.checklist:
+for check in record.checklist:
     (st.warning if check.warn else st.caption)(f"{check.item}: {check.text}")
 st.markdown("**The release**: nothing in these files is read from the private table except "
             "through the mechanisms on the ledger.")
 d1, d2, d3, d4 = st.columns(4)
-d1.download_button("Synthetic table (CSV)", run.synthetic.to_csv(index=False),
+d1.download_button("Synthetic table (CSV)", record.synthetic.to_csv(index=False),
                    file_name="synth.csv", mime="text/csv")
-d2.download_button("Privacy ledger (JSON)", json.dumps(run.ledger, indent=2),
+d2.download_button("Privacy ledger (JSON)", json.dumps(record.ledger, indent=2),
                    file_name="ledger.json", mime="application/json")
-d3.download_button("Run configuration (JSON)", json.dumps(run.config, indent=2),
+d3.download_button("Run configuration (JSON)", json.dumps(record.configuration(), indent=2),
                    file_name="run.json", mime="application/json")
 d4.download_button("Release report (HTML)", partial(release_page, run),
                    file_name="release_report.html", mime="text/html", on_click="ignore",
@@ -305,9 +264,9 @@ st.download_button("Steward-only report (HTML)", partial(steward_page, run),
                    file_name="steward_only_report.html", mime="text/html", on_click="ignore",
                    help="The release report plus real-against-synthetic comparisons: it "
                         "shows the private table's marginals, so keep it with the data.")
-st.code(run.config["command"], language="bash")
+st.code(record.command, language="bash")
 st.caption("To run the same configuration outside the app, save the configuration's `schema` "
            "as schema.json and run the command above on the same table. Its noise is fresh, so "
            "it makes a new release from the same distribution, never this one again.")
-st.dataframe(run.synthetic.head(100), width="stretch", height=220)
+st.dataframe(record.synthetic.head(100), width="stretch", height=220)
 st.page_link("app_pages/compare.py", label="Compare real and synthetic data", icon="📊")

@@ -6,37 +6,25 @@ sweeps are kept for the server's lifetime under the table's fingerprint, so comi
 new tab on the same table, shows them at once; reports are made when their button is pressed.
 """
 
-import hashlib
 import json
-from dataclasses import dataclass, field
 from functools import partial
 
 import pandas as pd
 import streamlit as st
 
 from synth.errors import SynthError
-from synth.evaluation import tree_utility
+from synth.evaluation import baselines
 from synth.methods import METHODS
 from synth.plots import pareto_chart, sweep_chart
 from synth.privacy.budget import default_delta
-from synth.protocol import train_test
 from synth.report import sweep_report
+from synth.runs import split
 from synth.schema import Schema
 from synth.sweep import DEMO, PRESETS, grid, sweep
-from ui import layout, runner
+from ui import layout, runner, state
 
 REFRESH = 0.5
 EPSILONS = [0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
-
-
-@dataclass
-class SweepJob(runner.Job):
-    """A background sweep: the rows finished so far (appended by its thread), of ``total``."""
-
-    rows: list[dict] = field(default_factory=list)
-    total: int = 0
-    table: str = ""  # the table's fingerprint and the grid: where the result is kept
-    key: str = ""
 
 
 ds = layout.sidebar()
@@ -60,10 +48,6 @@ if shares:
     st.caption(f"Sweeping the GAN share over {shares}.")
 
 
-def split(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    return (table, None) if ds.schema.target is None else train_test(table)
-
-
 @st.cache_resource
 def finished() -> dict[str, dict[str, pd.DataFrame]]:
     """Finished sweeps for the server's lifetime, by table and grid: a reload, a new tab or
@@ -72,30 +56,25 @@ def finished() -> dict[str, dict[str, pd.DataFrame]]:
     return {}
 
 
-def fingerprint(table: pd.DataFrame, schema: Schema) -> str:
-    """The table's contents and schema, hashed once per table object (Adult: 0.17 s)."""
-    described = json.dumps(schema.to_dict(), sort_keys=True, default=str)
-    cached = st.session_state.get("sw:fingerprint")
-    if cached is None or cached[0] is not table:  # holding the table keeps its id unique
-        rows = hashlib.sha256(pd.util.hash_pandas_object(table, index=False).to_numpy())
-        cached = st.session_state["sw:fingerprint"] = (table, rows.hexdigest())
-    return hashlib.sha256(f"{cached[1]}:{described}".encode()).hexdigest()
+@st.cache_data(max_entries=16, show_spinner="Training the real-data tree…")
+def reference(table_key: str, _train: pd.DataFrame, _test: pd.DataFrame, _schema: Schema
+              ) -> dict[str, float]:
+    """The majority rate and the real-data tree, once per table and schema (the key)."""
+    return baselines(_train, _test, _schema)
 
 
-table_key = fingerprint(ds.table, ds.schema)
+table_key = state.table_key(ds)
 sweeps = finished().setdefault(table_key, {})
 key = json.dumps([methods, epsilons, seeds, demo, param, values, shares], default=str)
-job: SweepJob | None = st.session_state.get("sweep_job")
-if job is not None and job.status != runner.RUNNING:  # collect a finished sweep
-    del st.session_state["sweep_job"]
-    if job.status == runner.DONE:
-        finished().setdefault(job.table, {})[job.key] = job.result
-        if len(job.result) < job.total:
-            st.warning(f"The sweep was stopped: {len(job.result)} of {job.total} runs "
-                       "finished; they are kept below.")
-    else:
-        st.error(f"The sweep failed: {job.error}. Earlier sweeps are kept.")
-    job = None
+ended = state.collect_sweep()
+if ended is not None and ended.status == runner.DONE:
+    finished().setdefault(ended.table, {})[ended.key] = ended.result
+    if len(ended.result) < ended.total:
+        st.warning(f"The sweep was stopped: {len(ended.result)} of {ended.total} runs "
+                   "finished; they are kept below.")
+elif ended is not None:
+    st.error(f"The sweep failed: {ended.error}. Earlier sweeps are kept.")
+job = state.sweep_job()
 
 if st.button("Run the sweep", type="primary", disabled=job is not None or not methods
              or not epsilons):
@@ -104,19 +83,19 @@ if st.button("Run the sweep", type="primary", disabled=job is not None or not me
     except SynthError as exc:  # a bad grid is the user's to fix: say so, keep the page
         st.error(f"Could not build the sweep: {exc}")
     else:
-        train, test = split(ds.table)
-        job = SweepJob(f"sweep of {len(jobs)} runs", 0, max(epsilons), total=len(jobs),
-                       table=table_key, key=key)
+        train, test = split(ds.table, ds.schema)
+        job = runner.SweepJob(f"sweep of {len(jobs)} runs", 0, max(epsilons),
+                              total=len(jobs), table=table_key, key=key)
         rows = job.rows  # the thread appends here; the page reads it
-        st.session_state["sweep_job"] = job.start(lambda ctx: sweep(
+        state.start_sweep(job.start(lambda ctx: sweep(
             jobs, train, test, ds.schema, default_delta(len(train)),
-            on_row=lambda done, total, row: rows.append(row), should_stop=ctx.should_stop))
+            on_row=lambda done, total, row: rows.append(row), should_stop=ctx.should_stop)))
 
 
 @st.fragment(run_every=REFRESH)
 def live() -> None:
     """Runs done and the rows so far, a few times a second."""
-    current = st.session_state.get("sweep_job")
+    current = state.sweep_job()
     if current is None:
         return
     if current.status != runner.RUNNING:
@@ -142,12 +121,8 @@ if key not in sweeps:
 st.subheader(f"{len(result)} runs")
 majority = real_tree = None
 if ds.schema.target is not None:
-    train, test = split(ds.table)
-    majority = float(test[ds.schema.target].value_counts(normalize=True).max())
-    cached = f"sw:real-tree:{table_key}"  # one tree fit per table, schema and session
-    if cached not in st.session_state:
-        st.session_state[cached] = tree_utility(train, test, ds.schema)["accuracy"]
-    real_tree = st.session_state[cached]
+    reference_scores = reference(table_key, *split(ds.table, ds.schema), ds.schema)
+    majority, real_tree = reference_scores["majority"], reference_scores["real_accuracy"]
 tabs = st.tabs(["Utility", "Fidelity", "Pareto front", "Runs"])
 with tabs[0]:
     if result["accuracy"].notna().any():

@@ -24,7 +24,6 @@ import json
 import platform
 import resource
 import statistics
-import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -43,29 +42,22 @@ def one_run(adult: str, method: str, epsilon: float, seed: int, params: dict,
     import contextlib
 
     from synth.data import read_table
-    from synth.evaluation import evaluate
-    from synth.methods import FitContext, make
-    from synth.privacy.budget import Budget
     from synth.privacy.mechanisms import replayable_noise
     from synth.protocol import adult_schema, protocol_split
+    from synth.runs import run
 
     table = read_table(adult)
     train, _, test = protocol_split(table)
     schema = adult_schema(table)
-    model = make(method, params)
-    started = time.perf_counter()
     with (replayable_noise(1000 * seed + int(100 * epsilon)) if replayable
           else contextlib.nullcontext()):
-        model.fit(train, schema, Budget(epsilon, DELTA, model.default_shares(schema)),
-                  FitContext(postprocessing_seed=seed))
-    fit_seconds = time.perf_counter() - started
-    synthetic = model.sample(seed=seed)
-    figures = evaluate(test, synthetic, schema, real_train=train)
+        record = run(train, schema, method, epsilon, DELTA, params, postprocessing_seed=seed,
+                     test=test)
     return {"method": method, "epsilon": epsilon, "seed": seed, "params": params,
-            "fit_seconds": fit_seconds, "stage_seconds": model.timings_,
+            "fit_seconds": record.fit_seconds, "stage_seconds": record.timings,
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "ledger_epsilon": model.ledger_.total_epsilon,
-            "ledger_delta": model.ledger_.total_delta, **figures}
+            "ledger_epsilon": record.ledger["total_epsilon"],
+            "ledger_delta": record.ledger["total_delta"], **record.figures()}
 
 
 def median_of(runs: list[dict], key: str) -> dict[str, float]:

@@ -29,10 +29,9 @@ TARGETS = {"ga_wins_tvd2_at_eps_le": 2.0, "generation_ms": 50, "selection_second
 
 def one_run(adult: str, threads: int, engine: str, epsilon: float, seed: int) -> dict:
     from synth.data import read_table
-    from synth.evaluation import evaluate
-    from synth.methods import FitContext, Progress, make
-    from synth.privacy.budget import Budget
+    from synth.methods import FitContext, Progress
     from synth.protocol import adult_schema, protocol_split
+    from synth.runs import Run
 
     if threads:
         import torch
@@ -41,24 +40,25 @@ def one_run(adult: str, threads: int, engine: str, epsilon: float, seed: int) ->
     table = read_table(adult)
     train, _, test = protocol_split(table)
     schema = adult_schema(table)
-    model = make("dpselect", {"engine": engine})
+    planned = Run("dpselect", schema, epsilon, DELTA, {"engine": engine},
+                  postprocessing_seed=seed)
     ticks: list[float] = []
 
     def on_event(event) -> None:
         if isinstance(event, Progress) and event.stage == "select":
             ticks.append(time.perf_counter())
 
-    model.fit(train, schema, Budget(epsilon, DELTA, model.default_shares(schema)),
-              FitContext(postprocessing_seed=seed, on_event=on_event, min_interval=0.0))
-    figures = evaluate(test, model.sample(seed=seed), schema, real_train=train)
+    record = planned(train, schema, test, FitContext(postprocessing_seed=seed,
+                                                     on_event=on_event, min_interval=0.0))
     gaps = [b - a for a, b in itertools.pairwise(ticks)]
+    model = planned.model
     return {"engine": engine, "epsilon": epsilon, "seed": seed,
-            "stage_seconds": model.timings_, "ledger_epsilon": model.ledger_.total_epsilon,
+            "stage_seconds": record.timings, "ledger_epsilon": record.ledger["total_epsilon"],
             "selection_params": {k: v for k, v in model.ledger_.entries[-1].params.items()
                                  if k != "marginals"},
             "selection_distance": [float(d) for d in model.selection_distance_],
             "generation_ms_median": 1000 * statistics.median(gaps) if engine == "ga" and gaps
-            else None, **figures}
+            else None, **record.figures()}
 
 
 def main() -> None:

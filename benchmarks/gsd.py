@@ -32,14 +32,13 @@ from pathlib import Path
 import numpy as np
 
 from synth.data import read_table
-from synth.evaluation import evaluate
-from synth.methods import FitContext, make, parse_settings
+from synth.methods import FitContext, parse_settings
 from synth.methods.gsd.method import QUERIES
 from synth.methods.gsd.projection import project
 from synth.methods.gsd.queries import Space, build
-from synth.privacy.budget import Budget
 from synth.privacy.mechanisms import replayable_noise
 from synth.protocol import adult_schema, protocol_split
+from synth.runs import Run
 from synth.schema import prepare
 
 REPO = Path(__file__).resolve().parent.parent
@@ -102,7 +101,6 @@ def main() -> None:
     params, _ = parse_settings(args.settings)
     for eps in args.epsilons:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
-            model = make("gsd", params)
             rounds: list[float] = []
             clock = [time.perf_counter()]
 
@@ -113,14 +111,13 @@ def main() -> None:
                     rounds.append(now - clock[0])
                     clock[0] = now
 
-            started = time.perf_counter()
+            planned = Run("gsd", schema, eps, DELTA, params, {QUERIES: 1.0}, seed)
+            model = planned.model
             with (replayable_noise(1000 * seed + int(100 * eps)) if args.replayable_noise
                   else contextlib.nullcontext()):
-                model.fit(train, schema, Budget(eps, DELTA, {QUERIES: 1.0}),
-                          FitContext(postprocessing_seed=seed, on_event=on_event,
-                                     min_interval=0.0))
-            wall = time.perf_counter() - started
-            result = evaluate(test, model.sample(), schema, real_train=train)
+                record = planned(train, schema, test, FitContext(
+                    postprocessing_seed=seed, on_event=on_event, min_interval=0.0))
+            wall, result = record.fit_seconds, record.figures()
             run = {"tag": args.tag, "params": params, "epsilon": eps, "seed": seed,
                    "noise": "numpy (test switch)" if args.replayable_noise else "OpenDP",
                    "wall_seconds": wall, "generations": model.generations_,
@@ -128,8 +125,8 @@ def main() -> None:
                    "seconds_per_round": summary(rounds[1:] or rounds),
                    "rounds": len(rounds), "measured": len(model.measured_),
                    "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                   "ledger_epsilon": model.ledger_.total_epsilon,
-                   "ledger_delta": model.ledger_.total_delta,
+                   "ledger_epsilon": record.ledger["total_epsilon"],
+                   "ledger_delta": record.ledger["total_delta"],
                    **{k: result[k] for k in ("tvd1", "tvd2", "accuracy", "logistic_accuracy",
                                              "macro_f1")}}
             print(f"{args.tag} ε={eps:g} seed={seed}: tvd2={run['tvd2']:.4f} "

@@ -20,10 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from synth.data import read_table
-from synth.evaluation import evaluate
-from synth.methods import FitContext, make
-from synth.privacy.budget import Budget
 from synth.protocol import adult_schema, protocol_split
+from synth.runs import Run
 
 REPO = Path(__file__).resolve().parent.parent
 DELTA = 1e-5
@@ -42,16 +40,15 @@ def main() -> None:
     rows = []
     for eps in args.epsilons:
         for seed in range(args.seeds):
-            select = make("dpselect")
-            select.fit(train, schema, Budget(eps, DELTA, select.default_shares(schema)),
-                       FitContext(postprocessing_seed=seed))
-            share = select.gan_share
-            pool = make("dpgan")
-            pool.fit(train, schema, Budget(share * eps, share * DELTA, {"gan": 1.0}),
-                     FitContext(postprocessing_seed=seed))
-            same = np.array_equal(pool.table_, select.table_)
-            for name, model in (("dpselect", select), ("pool, uniform", pool)):
-                figures = evaluate(test, model.sample(seed=seed), schema, real_train=train)
+            select = Run("dpselect", schema, eps, DELTA, postprocessing_seed=seed)
+            share = select.model.gan_share
+            pool = Run("dpgan", schema, share * eps, share * DELTA, shares={"gan": 1.0},
+                       postprocessing_seed=seed)
+            records = {"dpselect": select(train, schema, test),
+                       "pool, uniform": pool(train, schema, test)}
+            same = np.array_equal(pool.model.table_, select.model.table_)
+            for name, record in records.items():
+                figures = record.figures()
                 rows.append({"epsilon": eps, "seed": seed, "method": name,
                              "same_generator": same, **figures})
                 print(f"ε={eps:g} seed={seed} {name}: tree {figures['accuracy']:.4f}, "

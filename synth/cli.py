@@ -28,15 +28,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from synth import declarations
-from synth.checklist import release_checklist
+from synth import declarations, runs
 from synth.data import DEFAULT_MAX_BYTES, read_table
 from synth.errors import Cancelled, DataError, ParameterError, SynthError, check_positive
-from synth.methods import METHODS, FitContext, Progress, Spent, StageStarted, make, parse_settings
+from synth.methods import METHODS, FitContext, Progress, Spent, StageStarted, parse_settings
 from synth.methods.base import check_rows
-from synth.privacy.budget import Budget, default_delta, epsilon_text, merge_shares
-from synth.protocol import protocol_split, train_test
-from synth.runs import run_command
+from synth.privacy.budget import default_delta, epsilon_text
+from synth.protocol import protocol_split
 from synth.schema import Schema, infer_schema, validate
 from synth.sweep import DEMO, PRESETS
 
@@ -166,44 +164,38 @@ def cmd_run(args: argparse.Namespace) -> int:
     table = read_table(args.data, max_bytes=args.max_bytes, encoding=args.encoding)
     schema = Schema.load(args.schema)
     params, shares = parse_settings(args.set or [])
-    synth = make(args.method, params)
     delta = args.delta if args.delta is not None else default_delta(len(table))
-    budget = synth.budget_for(Budget(args.epsilon, delta, merge_shares(
-        synth.default_shares(schema), shares)), schema)
+    run = runs.Run(args.method, schema, args.epsilon, delta, params, shares,
+              args.postprocessing_seed)
     if args.rows is not None:  # refused before anything is spent
         check_rows(args.rows, len(schema), "--rows")
     _distinct({"DATA": Path(args.data), "--out": args.out, "--ledger": args.ledger})
     bars = _Bars(args.quiet)
-    # releasable: the command names no file of yours (DATA.csv, schema.json stand in)
-    record: dict[str, Any] = {"method": args.method, "params": synth.get_params(),
-                              "postprocessing_seed": args.postprocessing_seed,
-                              "command": run_command(args.method, args.epsilon, delta,
-                                                     args.postprocessing_seed, params,
-                                                     dict(budget.shares))}
     released = False
     try:
-        synth.fit(table, schema, budget, FitContext(postprocessing_seed=args.postprocessing_seed,
-                                                    on_event=bars))
+        record = run(table, schema, ctx=FitContext(
+            postprocessing_seed=args.postprocessing_seed, on_event=bars), rows=args.rows,
+            measure=False)
         bars.close()
-        out = synth.sample(args.rows)
-        csv = out.to_csv(index=False).encode()
-        release = {**synth.ledger_.to_dict(), **record, "status": "released",
-                   "schema": synth.schema_.to_dict(), "rows": len(out),
+        csv = record.synthetic.to_csv(index=False).encode()
+        release = {**record.release(), "status": "released",
                    "synthetic_sha256": hashlib.sha256(csv).hexdigest()}
         _release(args.out, csv, args.ledger, release)
         released = True
     except BaseException as exc:  # whatever stopped it: say what was spent, release nothing
         bars.close()
         if not released:
-            _stopped(synth, record, args.ledger, exc)
+            _stopped(run, args.ledger, exc)
         raise
-    print(f"wrote {len(out)} rows to {args.out} in {time.perf_counter() - started:.1f} s; "
+    budget = run.budget
+    print(f"wrote {len(record.synthetic)} rows to {args.out} in "
+          f"{time.perf_counter() - started:.1f} s; "
           f"spent ε={epsilon_text(release['total_epsilon'])}, "
           f"δ={release['total_delta']:.3g} of ε={budget.epsilon:g}, δ={budget.delta:.3g}",
           file=sys.stderr)
     print("release checklist (read off your private table: for you, not for release):",
           file=sys.stderr)
-    for check in release_checklist(table, out, synth.schema_):
+    for check in record.checklist:
         print(f"  {'WARNING' if check.warn else 'note'}: {check.text}", file=sys.stderr)
     return 0
 
@@ -246,16 +238,19 @@ def _release(out: Path, csv: bytes, ledger: Path, record: dict[str, Any]) -> Non
             tmp.unlink(missing_ok=True)
 
 
-def _stopped(synth, record: dict[str, Any], path: Path, exc: BaseException) -> None:
+def _stopped(run: runs.Run, path: Path, exc: BaseException) -> None:
     """A run that stopped after spending: write its ledger (what ran, nothing released) and
     say what was spent."""
-    ledger = getattr(synth, "ledger_", None)
-    if ledger is None or not ledger.entries:
+    ledger = run.spent
+    if ledger is None:
         return
     how = ("cancelled" if isinstance(exc, Cancelled | KeyboardInterrupt) else
            f"failed: {exc}" if isinstance(exc, SynthError) else
            f"failed: {type(exc).__name__}: {exc}")
-    record = {**ledger.to_dict(), **record, "status": f"{how}; nothing was released"}
+    # releasable: the command names no file of yours (DATA.csv, schema.json stand in)
+    record = {**ledger, "method": run.method, "params": run.model.get_params(),
+              "postprocessing_seed": run.postprocessing_seed, "command": run.command,
+              "status": f"{how}; nothing was released"}
     try:
         _write(path, lambda p: p.write_text(json.dumps(record, indent=2) + "\n"))
         where = f"its ledger is in {path}"
@@ -338,7 +333,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     jobs = sw.grid(methods, epsilons, args.seeds, param, values, shares, fixed)
     table = read_table(args.data, max_bytes=args.max_bytes, encoding=args.encoding)
     schema = Schema.load(args.schema)
-    train, test = (table, None) if schema.target is None else train_test(table)
+    train, test = runs.split(table, schema)
     delta = args.delta if args.delta is not None else default_delta(len(train))
     with tqdm(total=len(jobs), desc="sweep", unit="run", file=sys.stderr,
               disable=args.quiet) as bar:

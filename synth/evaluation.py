@@ -153,14 +153,23 @@ def utility(real_test: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
             target: str | None = None, real_train: pd.DataFrame | None = None
             ) -> dict[str, float]:
     """Tree accuracy and macro F1 and logistic-regression accuracy of ``synth`` on
-    ``real_test``, the majority rate, and with ``real_train`` the real-data tree."""
+    ``real_test``, and the :func:`baselines`."""
+    reference = baselines(real_train, real_test, schema, target)
+    target = _target(schema, target)
+    return {**tree_utility(synth, real_test, schema, target),
+            "logistic_accuracy":
+                tree_utility(synth, real_test, schema, target, "logistic")["accuracy"],
+            **reference}
+
+
+def baselines(real_train: pd.DataFrame | None, real_test: pd.DataFrame, schema: Schema,
+              target: str | None = None) -> dict[str, float]:
+    """What a synthetic table's utility is read against: the majority rate of ``real_test``
+    and, with ``real_train``, the tree trained on the real rows."""
     target = _target(schema, target)
     test = prepare(real_test, comparable(schema, real_test))
     check_target(test, target)
-    result = {**tree_utility(synth, real_test, schema, target),
-              "logistic_accuracy":
-                  tree_utility(synth, real_test, schema, target, "logistic")["accuracy"],
-              "majority": majority_rate(test, target)}
+    result = {"majority": majority_rate(test, target)}
     if real_train is not None:
         real = tree_utility(real_train, real_test, schema, target)
         result["real_accuracy"], result["real_macro_f1"] = real["accuracy"], real["macro_f1"]

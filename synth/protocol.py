@@ -1,7 +1,8 @@
 """The measuring protocol of DESIGN.md: the Adult split and its public schema.
 
 Benchmarks, tests and the CLI all take the split and schema from here, so every figure is
-measured the same way.
+measured the same way; a run holds out the split's test sixth through
+:func:`synth.runs.split`.
 """
 
 from __future__ import annotations
@@ -36,20 +37,6 @@ def protocol_split(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.
     a, b = 4 * n // 6, 5 * n // 6
     parts = (order[:a], order[a:b], order[b:])
     return tuple(table.iloc[p].reset_index(drop=True) for p in parts)
-
-
-def holdout(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(rows to synthesize, held-out test rows): the protocol split's train and validation
-    parts together, and its test sixth, which no method sees."""
-    train, val, test = protocol_split(table)
-    return pd.concat([train, val], ignore_index=True), test
-
-
-def train_test(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(train, test): the protocol split without its validation sixth, as the benchmarks and
-    sweeps measure, so a sweep's figures compare with the benchmarks'."""
-    train, _, test = protocol_split(table)
-    return train, test
 
 
 def adult_schema(table: pd.DataFrame) -> Schema:

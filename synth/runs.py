@@ -1,18 +1,159 @@
-"""Runs: what is shared by every way of making a release (the CLI, the app, sweeps).
+"""A run: configure → fit → sample → measure → record, the same for every way of making a
+release (the CLI, the app, sweeps, benchmarks and notebooks).
 
-For now the command that reproduces a run's configuration; issue 17 gathers the rest here.
+:class:`Run` is configured first, so a caller can show its budget and reproducing command
+before anything is spent and read what it spent if it stops (:attr:`Run.spent`); calling it
+returns a typed :class:`RunRecord`. :func:`run` does both at once. :func:`split` is the one
+hold-out rule: the measuring protocol's test sixth, never shown to the method.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
+
+import pandas as pd
+
+from synth.checklist import Check, release_checklist
+from synth.errors import SynthError
+from synth.methods import FitContext, Synthesizer, make
+from synth.privacy.budget import Budget, default_delta, merge_shares
+from synth.protocol import protocol_split
+from synth.schema import Schema
+
+
+def split(table: pd.DataFrame, schema: Schema, hold_out: bool = True
+          ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """(rows to synthesize, held-out test rows or None). With a target column (utility needs
+    one) and ``hold_out``, the protocol split's test sixth is held out and its train and
+    validation parts are synthesized; otherwise every row is synthesized."""
+    if not hold_out or schema.target is None:
+        return table, None
+    train, validation, test = protocol_split(table)
+    return pd.concat([train, validation], ignore_index=True), test
+
+
+def synthesized_rows(n: int, schema: Schema, hold_out: bool = True) -> int:
+    """How many of ``n`` rows :func:`split` gives the method (without splitting anything)."""
+    return 5 * n // 6 if hold_out and schema.target is not None else n
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A finished run. The release is ``synthetic``, ``ledger`` and the released ``schema``
+    (:meth:`release`); ``fidelity``, ``scores`` and ``checklist`` compare it with the private
+    table, so they are for the steward's eyes only."""
+
+    method: str
+    params: dict[str, Any]  # every parameter of the method, defaults filled in
+    epsilon: float
+    delta: float
+    shares: dict[str, float]
+    postprocessing_seed: int | None
+    command: str  # the `python -m synth run` line for the same configuration
+    schema: Schema  # as released: the public view, with any privately learned domains
+    ledger: dict[str, Any]
+    synthetic: pd.DataFrame
+    seconds: float  # the whole run: fit, sample, measurements and checklist
+    fit_seconds: float  # the fit alone
+    timings: dict[str, float] = field(default_factory=dict)  # wall seconds per stage
+    fidelity: Any = None  # evaluation.Fidelity against the rows synthesized, when measured
+    scores: dict[str, Any] = field(default_factory=dict)  # utility, or {"error": message}
+    checklist: list[Check] = field(default_factory=list)
+
+    def figures(self) -> dict[str, Any]:
+        """The measuring protocol's figures (as :func:`synth.evaluation.evaluate` gives them,
+        fidelity against the rows synthesized): for the steward, never released."""
+        return {"rows": len(self.synthetic), **self.scores,
+                "tvd1": self.fidelity.tvd1 if self.fidelity else None,
+                "tvd2": self.fidelity.tvd2 if self.fidelity else None}
+
+    def release(self) -> dict[str, Any]:
+        """What the release's ledger file holds: the ledger, the method and its parameters,
+        the seed, the released schema, the reproducing command and the row count."""
+        return {**self.ledger, **self.configuration(budget=False), "rows": len(self.synthetic)}
+
+    def configuration(self, budget: bool = True) -> dict[str, Any]:
+        """The run's configuration (the app's run.json): everything needed to run it again."""
+        return {"method": self.method, "params": self.params,
+                **({"epsilon": self.epsilon, "delta": self.delta, "shares": self.shares}
+                   if budget else {}),
+                "postprocessing_seed": self.postprocessing_seed,
+                "schema": self.schema.to_dict(), "command": self.command}
+
+
+class Run:
+    """A configured run: the model and budget are made (and their parameters checked) at
+    once; nothing is read or spent until it is called."""
+
+    def __init__(self, method: str, schema: Schema, epsilon: float, delta: float,
+                 params: Mapping[str, Any] | None = None,
+                 shares: Mapping[str, float] | None = None,
+                 postprocessing_seed: int | None = None):
+        self.model: Synthesizer = make(method, params)
+        self.method, self.given = method, dict(params or {})
+        self.budget = self.model.budget_for(Budget(epsilon, delta, merge_shares(
+            self.model.default_shares(schema), dict(shares or {}))), schema)
+        self.postprocessing_seed = postprocessing_seed
+
+    @property
+    def command(self) -> str:
+        return run_command(self.method, self.budget.epsilon, self.budget.delta,
+                           self.postprocessing_seed, self.given, dict(self.budget.shares))
+
+    @property
+    def spent(self) -> dict[str, Any] | None:
+        """The ledger so far, if a mechanism has been charged (for a run that stopped)."""
+        ledger = getattr(self.model, "ledger_", None)
+        return ledger.to_dict() if ledger is not None and ledger.entries else None
+
+    def __call__(self, table: pd.DataFrame, schema: Schema, test: pd.DataFrame | None = None,
+                 ctx: FitContext | None = None, rows: int | None = None,
+                 measure: bool = True) -> RunRecord:
+        """Fit on ``table``, sample ``rows`` (default: as many), and with ``measure`` compare
+        the sample with ``table`` (fidelity, checklist) and ``test`` (utility). A failed
+        measurement is recorded in ``scores``; it never costs the caller the release."""
+        ctx = FitContext(postprocessing_seed=self.postprocessing_seed) if ctx is None else ctx
+        started = time.perf_counter()
+        model = self.model.fit(table, schema, self.budget, ctx)
+        fit_seconds = time.perf_counter() - started
+        synthetic = model.sample(rows)
+        fidelity, scores = None, {}
+        if measure:
+            from synth.evaluation import marginal_tvd, utility  # scikit-learn: when measured
+
+            try:
+                fidelity = marginal_tvd(table, synthetic, schema)
+                if test is not None and not test.empty and schema.target is not None:
+                    scores = utility(test, synthetic, schema, real_train=table)
+            except SynthError as exc:
+                scores = {"error": str(exc)}
+        checklist = release_checklist(table, synthetic, model.schema_)
+        return RunRecord(
+            self.method, model.get_params(), self.budget.epsilon, self.budget.delta,
+            dict(self.budget.shares), self.postprocessing_seed, self.command, model.schema_,
+            model.ledger_.to_dict(), synthetic, time.perf_counter() - started, fit_seconds,
+            dict(model.timings_), fidelity, scores, checklist)
+
+
+def run(table: pd.DataFrame, schema: Schema, method: str, epsilon: float,
+        delta: float | None = None, params: Mapping[str, Any] | None = None,
+        shares: Mapping[str, float] | None = None, postprocessing_seed: int | None = None,
+        test: pd.DataFrame | None = None, ctx: FitContext | None = None,
+        measure: bool = True) -> RunRecord:
+    """Configure and run at once (δ default 1/n^1.1): see :class:`Run`."""
+    delta = default_delta(len(table)) if delta is None else delta
+    return Run(method, schema, epsilon, delta, params, shares, postprocessing_seed)(
+        table, schema, test, ctx, measure=measure)
 
 
 def run_command(method: str, epsilon: float, delta: float, seed: int | None,
-                params: dict[str, Any], shares: dict[str, float], data: str = "DATA.csv",
-                schema: str = "schema.json") -> str:
+                params: Mapping[str, Any], shares: Mapping[str, float],
+                data: str = "DATA.csv", schema: str = "schema.json") -> str:
     """The ``python -m synth run`` line that runs the same configuration (for the app and
     reports). Its noise is fresh, so it makes another release from the same distribution."""
     words = ["python", "-m", "synth", "run", data, "--schema", schema, "--method", method,

@@ -11,7 +11,6 @@ cluster through ``joblib.parallel_config(backend="dask")``).
 from __future__ import annotations
 
 import itertools
-import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -105,26 +104,18 @@ def grid(methods: Sequence[str], epsilons: Iterable[float], seeds: int = 3,
 
 def run_job(job: Job, train: pd.DataFrame, test: pd.DataFrame | None, schema: Schema,
             delta: float) -> dict[str, Any]:
-    """Fit, sample and measure one job (runs in a worker: imports stay inside)."""
-    from synth.evaluation import marginal_tvd, utility
-    from synth.methods import FitContext, make
-    from synth.privacy.budget import Budget
+    """Run and measure one job: a row of the sweep's table (runs in a worker)."""
+    from synth.runs import run
 
-    started = time.perf_counter()
-    model = make(job.method, job.params)
-    model.fit(train, schema, Budget(job.epsilon, delta, model.default_shares(schema)),
-              FitContext(postprocessing_seed=job.seed))
-    synthetic = model.sample(seed=job.seed)
-    fidelity = marginal_tvd(train, synthetic, schema)
-    scores = utility(test, synthetic, schema, real_train=train) if (
-        test is not None and schema.target is not None) else {}
-    ledger = model.ledger_.to_dict()
+    record = run(train, schema, job.method, job.epsilon, delta, job.params,
+                 postprocessing_seed=job.seed, test=test)
+    figures = record.figures()
     return {"method": job.method, "epsilon": job.epsilon, "seed": job.seed,
             "param": job.param, "value": job.params.get(job.param) if job.param else None,
-            "share": job.share, "ledger_epsilon": ledger["total_epsilon"],
-            "ledger_delta": ledger["total_delta"], "accuracy": scores.get("accuracy"),
-            "logistic_accuracy": scores.get("logistic_accuracy"), "tvd1": fidelity.tvd1,
-            "tvd2": fidelity.tvd2, "seconds": time.perf_counter() - started}
+            "share": job.share, "ledger_epsilon": record.ledger["total_epsilon"],
+            "ledger_delta": record.ledger["total_delta"], "accuracy": figures.get("accuracy"),
+            "logistic_accuracy": figures.get("logistic_accuracy"), "tvd1": figures["tvd1"],
+            "tvd2": figures["tvd2"], "seconds": record.seconds}
 
 
 def sweep(jobs: Sequence[Job], train: pd.DataFrame, test: pd.DataFrame | None, schema: Schema,

@@ -129,10 +129,10 @@ def test_uploaded_table_learns_its_domains_privately(app):
     # the downloadable configuration carries the released domains: learned, none read off
     # the table; the release report and the checklist are made from them
     finished = app.session_state["runs"][0]
-    released = finished.config["schema"]["columns"]
+    released = finished.record.configuration()["schema"]["columns"]
     assert all(c["learned"] and not c["public"] and not c["flags"] for c in released)
     assert all(c["categories"] or c["lower"] is not None for c in released)
-    page = release_report({**finished.ledger, **finished.config}, finished.synthetic)
+    page = release_report(finished.record.release(), finished.record.synthetic)
     assert "Release report: independent" in page and "Uses the real data" not in page
     assert "rows: 600 synthetic rows from 600 private rows" in texts(app)  # the checklist
 

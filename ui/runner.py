@@ -15,11 +15,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from synth.errors import Cancelled, SynthError
-from synth.methods import Event, FitContext
+from synth.methods import Event, FitContext, Progress, Spent, StageStarted
 
 log = logging.getLogger(__name__)
 
 RUNNING, DONE, FAILED, CANCELLED = "running", "done", "failed", "cancelled"
+
+
+@dataclass
+class Stage:
+    """A stage of a run as its events tell it so far."""
+
+    step: int
+    total: int | None
+    description: str
+    measured: bool = False  # whether a progress event carried metrics (losses, distances)
 
 
 @dataclass
@@ -66,6 +76,22 @@ class Job:
         self.spent = ledger()  # what its mechanisms spent before it stopped
         self.status = status  # last: the page reads the ledger once the status says so
 
+    def overview(self) -> tuple[dict[str, Stage], float]:
+        """The stages so far, in order, and the ε charged to the ledger (every mechanism is
+        charged before it runs, so this leads what has run)."""
+        stages: dict[str, Stage] = {}
+        charged = 0.0
+        for e in list(self.events):  # a copy: the thread appends meanwhile
+            if isinstance(e, StageStarted):
+                stages[e.stage] = Stage(0, e.total, e.description)
+            elif isinstance(e, Progress) and e.stage in stages:
+                stage = stages[e.stage]
+                stage.step, stage.total = e.step, e.total or stage.total
+                stage.measured = stage.measured or bool(e.metrics)
+            elif isinstance(e, Spent):
+                charged = e.total_epsilon
+        return stages, charged
+
     def cancel(self) -> None:
         self._stop.set()
 
@@ -76,3 +102,13 @@ class Job:
     @property
     def seconds(self) -> float:
         return time.perf_counter() - self.started
+
+
+@dataclass
+class SweepJob(Job):
+    """A background sweep: the rows finished so far (appended by its thread), of ``total``."""
+
+    rows: list[dict] = field(default_factory=list)
+    total: int = 0
+    table: str = ""  # the table's fingerprint and the grid: where the result is kept
+    key: str = ""

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import pandas as pd
 import streamlit as st
 
-from synth.checklist import Check
-from synth.data import load_sample
+from synth.data import fingerprint, load_sample
 from synth.errors import SynthError
-from synth.evaluation import Fidelity
+from synth.runs import RunRecord
 from synth.schema import Schema
 from ui import runner
 
@@ -33,20 +33,14 @@ class Dataset:
     base: Schema  # inferred from the table, then edited column by column or loaded from a file
 
 
-@dataclass
+@dataclass(frozen=True)
 class Run:
     """A finished synthesis, kept for the session under a descriptive name."""
 
     name: str
-    synthetic: pd.DataFrame
+    record: RunRecord  # the release, its configuration and the steward's measurements
     real: pd.DataFrame  # the rows it was synthesized from: for comparisons, never released
     schema: Schema  # the working schema of the run (may hold data-derived domains)
-    ledger: dict[str, Any]
-    config: dict[str, Any]  # method, parameters, budget, seed, CLI command, released schema
-    seconds: float
-    evaluation: dict[str, Any] = field(default_factory=dict)  # utility, or {"error": ...}
-    fidelity: Fidelity | None = None  # against the rows that were synthesized
-    checklist: list[Check] = field(default_factory=list)  # read off the real rows: not released
 
 
 @st.cache_data(show_spinner=False)
@@ -93,6 +87,33 @@ def runs() -> list[Run]:
 
 def add_run(run: Run) -> None:
     runs().append(run)
+
+
+def table_key(ds: Dataset) -> str:
+    """The dataset's table and schema, hashed; the table's hash is kept per table object."""
+    cached = st.session_state.get("fingerprint")
+    if cached is None or cached[0] is not ds.table:  # holding the table keeps its id unique
+        cached = st.session_state["fingerprint"] = (ds.table, fingerprint(ds.table))
+    described = json.dumps(ds.schema.to_dict(), sort_keys=True, default=str)
+    return hashlib.sha256(f"{cached[1]}:{described}".encode()).hexdigest()
+
+
+def sweep_job() -> runner.SweepJob | None:
+    """The sweep in progress (or finished but not yet collected), if any."""
+    return st.session_state.get("sweep_job")
+
+
+def start_sweep(new: runner.SweepJob) -> None:
+    st.session_state["sweep_job"] = new
+
+
+def collect_sweep() -> runner.SweepJob | None:
+    """Forget a finished sweep and return it (None while it runs or when there is none)."""
+    current = sweep_job()
+    if current is None or current.status == runner.RUNNING:
+        return None
+    del st.session_state["sweep_job"]
+    return current
 
 
 def job() -> runner.Job | None:

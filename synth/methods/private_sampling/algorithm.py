@@ -18,8 +18,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
+from synth.encoding import Discretizer
 from synth.errors import SynthError
+from synth.missing import model_frame, model_schema
+from synth.schema import Schema
 
 CHUNK = 4096  # rows per block when forming Walsh features
 
@@ -108,3 +112,12 @@ def fit_density(data: np.ndarray, d: int, m: int, delta: float, Delta: float,
     g = np.clip(1 + A.T @ nu, delta, Delta)
     h = g / g.sum()
     return Density(support, h, lam, sigma, bound, float(np.abs(W @ h - b).max()))
+
+
+def profile(table: pd.DataFrame, schema: Schema, bins: int = 10) -> tuple[int, float]:
+    """(p, ‖f_n‖∞) of a table one-hot encoded on its schema (numbers in ``bins`` bins): the
+    Feasibility page's "current table" preset. It reads the private table, unprotected."""
+    coder = Discretizer(model_schema(schema), bins=bins)
+    codes = coder.codes(model_frame(table, schema))
+    _, counts = np.unique(codes, axis=0, return_counts=True)
+    return int(coder.sizes.sum()), float(counts.max() / len(codes))

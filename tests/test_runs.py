@@ -1,0 +1,77 @@
+"""A run, the one way every caller makes a release: its hold-out, its record, its stop."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import replace
+
+import pytest
+
+from synth.cli import build_parser
+from synth.errors import Cancelled
+from synth.methods import FitContext, Spent, parse_settings
+from synth.runs import Run, RunRecord, run, split, synthesized_rows
+
+
+def test_split_holds_out_the_protocol_test_sixth_only_with_a_target(sample):
+    table, schema = sample
+    table = table.assign(row=range(len(table)))
+    schema = replace(schema, columns=(*schema.columns, replace(schema["age"], name="row")))
+    private, test = split(table, schema)
+    assert len(private) == synthesized_rows(len(table), schema)
+    assert len(test) == len(table) - 5 * len(table) // 6  # the protocol's test sixth
+    assert set(private["row"]).isdisjoint(test["row"])  # no held-out row is synthesized
+    assert set(private["row"]) | set(test["row"]) == set(table["row"])  # and none is lost
+    assert split(table, schema, hold_out=False) == (table, None)
+    untargeted = replace(schema, target=None)
+    assert split(table, untargeted)[1] is None
+    assert synthesized_rows(len(table), untargeted) == len(table)
+
+
+def test_a_record_is_the_release_and_the_stewards_measurements(sample):
+    table, schema = sample
+    private, test = split(table, schema)
+    record = run(private, schema, "independent", 1.0, 1e-6, {"bins": 8},
+                 postprocessing_seed=3, test=test)
+    assert isinstance(record, RunRecord)
+    assert len(record.synthetic) == len(private)
+    assert record.ledger["total_epsilon"] <= 1.0 + 1e-12
+    assert 0 < record.fit_seconds <= record.seconds
+    assert 0 <= record.fidelity.tvd1 <= 1 and 0 <= record.scores["accuracy"] <= 1
+    assert record.scores["majority"] == pytest.approx(
+        test[schema.target].value_counts(normalize=True).max())
+    # the release holds the ledger and configuration, none of the steward's measurements
+    release = record.release()
+    assert release["params"]["bins"] == 8 and release["rows"] == len(private)
+    assert not {"scores", "fidelity", "tvd1", "accuracy", "checklist"} & set(release)
+    json.dumps(release)  # a file can hold it
+    # its command, parsed by the CLI, asks for the same configuration
+    args = build_parser().parse_args(shlex.split(record.command)[3:])
+    params, shares = parse_settings(args.set)
+    assert (args.method, args.epsilon, args.delta, args.postprocessing_seed) == (
+        "independent", 1.0, 1e-6, 3)
+    assert params == {"bins": 8} and shares == record.shares
+
+
+def test_a_stopped_run_shows_what_it_spent_and_releases_nothing(sample):
+    table, schema = sample
+    planned = Run("independent", schema, 1.0, 1e-6)
+    assert planned.spent is None  # configured: nothing is read or spent yet
+    spent = []
+    ctx = FitContext(on_event=lambda e: spent.append(e) if isinstance(e, Spent) else None,
+                     should_stop=lambda: bool(spent))
+    with pytest.raises(Cancelled):
+        planned(table, schema, ctx=ctx)
+    assert planned.spent is not None and planned.spent["entries"]
+    assert planned.spent["total_epsilon"] == pytest.approx(spent[-1].total_epsilon)
+
+
+def test_a_failed_measurement_keeps_the_release(sample):
+    table, schema = sample
+    record = run(table, schema, "independent", 1.0, test=table.iloc[:0])  # nothing to score
+    assert record.scores == {} and len(record.synthetic) == len(table)
+    unscorable = table.drop(columns=[schema.target])
+    record = run(table, schema, "independent", 1.0, test=unscorable)
+    assert schema.target in record.scores["error"]  # said, not raised
+    assert len(record.synthetic) == len(table) and record.ledger["entries"]
