@@ -89,8 +89,7 @@ with st.expander("Edit a column, or load a schema file"):
             st.rerun()
     loaded = st.file_uploader("Load a schema (JSON), e.g. one saved from this page",
                               type=["json"], key=f"schema-file:{ds.name}")
-    if loaded is not None and st.session_state.get("loaded_schema") != loaded.file_id:
-        st.session_state["loaded_schema"] = loaded.file_id  # apply a file once
+    if loaded is not None and state.first_time("schema file", loaded.file_id):
         with state.guard(f"Loading {loaded.name}"):
             state.set_base(matching(Schema.from_json(loaded.getvalue().decode("utf-8-sig")),
                                     ds.table), fresh_choices=True)

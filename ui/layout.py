@@ -31,8 +31,7 @@ def sidebar() -> state.Dataset:
             help="UTF-8 is read by default (a byte-order mark is recognised); a file saved by "
                  "older spreadsheet software may be Latin-1 or Windows-1252.")
         chosen = (upload.file_id, encoding) if upload is not None else None
-        if upload is not None and st.session_state.get("loaded_upload") != chosen:
-            st.session_state["loaded_upload"] = chosen  # a bad file is tried once per encoding
+        if upload is not None and state.first_time("upload", chosen):  # once per encoding
             with state.guard(f"Reading {upload.name}"):
                 upload.seek(0)
                 table = read_table(upload, encoding=None if encoding == ENCODINGS[0]

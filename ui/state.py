@@ -8,6 +8,7 @@ import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -87,6 +88,15 @@ def runs() -> list[Run]:
 
 def add_run(run: Run) -> None:
     runs().append(run)
+
+
+def first_time(what: str, token: Any) -> bool:
+    """Whether ``token`` (an uploaded file's id, say) is new for ``what`` this session; it is
+    remembered, so a file is applied once, not on every rerun."""
+    if st.session_state.get(f"seen:{what}") == token:
+        return False
+    st.session_state[f"seen:{what}"] = token
+    return True
 
 
 def table_key(ds: Dataset) -> str:
