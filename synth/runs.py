@@ -14,7 +14,7 @@ import shlex
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -24,6 +24,9 @@ from synth.methods import FitContext, Synthesizer, make
 from synth.privacy.budget import Budget, default_delta, merge_shares
 from synth.protocol import protocol_split
 from synth.schema import Schema
+
+if TYPE_CHECKING:  # scikit-learn comes with evaluation: only a run that measures pays for it
+    from synth.evaluation import Fidelity
 
 
 def split(table: pd.DataFrame, schema: Schema, hold_out: bool = True
@@ -61,7 +64,7 @@ class RunRecord:
     seconds: float  # the whole run: fit, sample, measurements and checklist
     fit_seconds: float  # the fit alone
     timings: dict[str, float] = field(default_factory=dict)  # wall seconds per stage
-    fidelity: Any = None  # evaluation.Fidelity against the rows synthesized, when measured
+    fidelity: Fidelity | None = None  # against the rows synthesized, when measured
     scores: dict[str, Any] = field(default_factory=dict)  # utility, or {"error": message}
     checklist: list[Check] = field(default_factory=list)
 
@@ -124,7 +127,7 @@ class Run:
         synthetic = model.sample(rows)
         fidelity, scores = None, {}
         if measure:
-            from synth.evaluation import marginal_tvd, utility  # scikit-learn: when measured
+            from synth.evaluation import marginal_tvd, utility
 
             try:
                 fidelity = marginal_tvd(table, synthetic, schema)
