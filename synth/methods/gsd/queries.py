@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from synth.encoding import finalize
+from synth.encoding import cell_index, finalize
 from synth.errors import ParameterError
 from synth.schema import CATEGORICAL, Schema
 
@@ -222,7 +222,7 @@ class Marginals(Workloads):
         """(n, S) index of the cell each row falls in, for every slot."""
         v = x[:, self._cols]  # (n, S, k)
         codes = np.where(self._numeric, np.minimum(np.floor(v * self._bins), self._bins - 1), v)
-        return (codes.astype(np.int64) * self._strides).sum(axis=2) + self._offsets
+        return cell_index(codes.astype(np.int64), self._bins) + self._offsets
 
     def answers(self, x: np.ndarray) -> np.ndarray:
         counts = np.zeros(self.size)
