@@ -4,17 +4,52 @@
 bins over the column's bounds. Integer columns can be binned so that point masses survive
 exactly: one code per integer when the range is small (an age, 40 hours a week), and one-value
 bins at both bounds otherwise (a capital gain of 0, a top-coded 99,999).
+
+:func:`cell_index` and :func:`marginal` are the one marginal primitive: every method and
+measure that counts codes by a tuple of columns goes through them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from synth.errors import SchemaError
 from synth.schema import CATEGORICAL, MISSING, Column, Schema
+
+
+def cell_index(codes: np.ndarray, sizes: np.ndarray, columns: Sequence[int] | None = None
+               ) -> np.ndarray:
+    """Row-major cell of each row in the marginal over ``columns`` (all columns if None).
+
+    ``codes`` is (..., d) integer codes and ``sizes`` the codes per column, (d,) or any shape
+    that broadcasts against ``codes`` (one marginal per leading index, as GSD's slots). The
+    result, int64 of shape ``codes.shape[:-1]``, is exact: c_1·s_2·…·s_k + … + c_k.
+    """
+    codes, sizes = np.asarray(codes), np.asarray(sizes)
+    if columns is not None:
+        columns = list(columns)
+        codes, sizes = codes[..., columns], sizes[..., columns]
+    out = np.zeros(codes.shape[:-1], dtype=np.int64)
+    for t in range(codes.shape[-1]):
+        out = out * sizes[..., t] + codes[..., t]
+    return out
+
+
+def marginal(codes: np.ndarray, sizes: np.ndarray, columns: Sequence[int] | None = None,
+             weights: np.ndarray | None = None) -> np.ndarray:
+    """Counts (or summed ``weights``) of the rows of ``codes`` in each cell of the marginal over
+    ``columns``, flat in row-major order: reshape to ``sizes[columns]`` for the table.
+
+    Integer counts without weights, so callers normalise exactly as they choose.
+    """
+    sizes = np.asarray(sizes)
+    shape = sizes if columns is None else sizes[list(columns)]
+    return np.bincount(cell_index(codes, sizes, columns), weights,
+                       minlength=math.prod(int(s) for s in shape))
 
 
 def _edges(col: Column, bins: int, exact_integers: int) -> np.ndarray:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from synth.encoding import Discretizer
+from synth.encoding import Discretizer, marginal
 from synth.errors import SchemaError
 from synth.missing import model_frame, model_schema
 from synth.schema import (
@@ -37,8 +37,9 @@ class Fidelity:
     per_pair: pd.DataFrame  # symmetric matrix of 2-way TVDs, NaN on the diagonal
 
 
-def _histogram(codes: np.ndarray, size: int) -> np.ndarray:
-    counts = np.bincount(codes, minlength=size).astype(float)
+def _histogram(codes: np.ndarray, sizes: np.ndarray, columns: tuple[int, ...]) -> np.ndarray:
+    """The marginal over ``columns`` as shares of the rows."""
+    counts = marginal(codes, sizes, columns).astype(float)
     return counts / max(counts.sum(), 1.0)
 
 
@@ -70,13 +71,11 @@ def marginal_tvd(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
         raise SchemaError("the synthetic table has no rows")
     names, sizes = schema.names, disc.sizes
     per_column = pd.Series(
-        [0.5 * np.abs(_histogram(a[:, j], s) - _histogram(b[:, j], s)).sum()
-         for j, s in enumerate(sizes)], index=names, dtype=float)
+        [0.5 * np.abs(_histogram(a, sizes, (j,)) - _histogram(b, sizes, (j,))).sum()
+         for j in range(len(names))], index=names, dtype=float)
     pair = np.full((len(names), len(names)), np.nan)
     for i, j in itertools.combinations(range(len(names)), 2):
-        size = int(sizes[i] * sizes[j])
-        p = _histogram(a[:, i] * sizes[j] + a[:, j], size)
-        q = _histogram(b[:, i] * sizes[j] + b[:, j], size)
+        p, q = _histogram(a, sizes, (i, j)), _histogram(b, sizes, (i, j))
         pair[i, j] = pair[j, i] = 0.5 * np.abs(p - q).sum()
     tvd2 = float(np.nanmean(pair)) if len(names) > 1 else float("nan")
     return Fidelity(float(per_column.mean()), tvd2, per_column,

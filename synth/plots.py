@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from synth.encoding import Discretizer
+from synth.encoding import Discretizer, marginal
 from synth.evaluation import FIDELITY_BINS, Fidelity, comparable
 from synth.methods.base import Event, Progress
 from synth.missing import model_frame, model_schema
@@ -31,12 +31,11 @@ def marginal_chart(real: pd.DataFrame | None, synthetic: Mapping[str, pd.DataFra
     schema = comparable(schema, *tables.values())
     disc = Discretizer(model_schema(schema), bins=bins)
     j = disc.schema.names.index(column)
-    size = int(disc.sizes[j])
     labels = disc.labels(column)
     fig = go.Figure()
     for name, table in tables.items():
-        codes = disc.codes(model_frame(table, schema))[:, j]
-        share = np.bincount(codes, minlength=size) / max(len(codes), 1)
+        codes = disc.codes(model_frame(table, schema))
+        share = marginal(codes, disc.sizes, (j,)) / max(len(codes), 1)
         fig.add_bar(name=name, x=labels, y=share)
     note = f" ({_NOT_RELEASABLE})" if real is not None else ""
     fig.update_layout(barmode="group", title=f"{column}: share of rows{note}",

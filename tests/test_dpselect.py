@@ -89,6 +89,40 @@ def test_dpgan_noise_is_fresh_but_the_test_switch_replays_it(sample):
     assert record["entries"][0]["replayable_noise"] and "not a private release" in record["noise"]
 
 
+@pytest.mark.filterwarnings("ignore:Secure RNG", "ignore:Full backward hook")
+def test_private_critic_is_dp_sgd_as_planned():
+    """The one DP-SGD seam: Opacus's Poisson batches at the plan's rate, its noise multiplier
+    and clipping norm, and a criterion whose backward clips per pair."""
+    import torch
+
+    from synth.methods.dpgan.networks import critic
+    from synth.methods.dpgan.training import private_critic
+
+    event = PoissonSampledGaussian(1 / 10, 1.7, 5)
+    net = critic(6, 4)
+    private, optimizer, criterion, batches = private_critic(
+        net, torch.optim.SGD(net.parameters(), lr=0.1), 100, event, 0.3, 10,
+        torch.device("cpu"))
+    assert len(batches) == 10 and batches.sample_rate == pytest.approx(0.1)
+    assert optimizer.noise_multiplier == 1.7 and optimizer.max_grad_norm == 0.3
+    loss = criterion(private(torch.rand(8, 2, 6)))
+    loss.backward()
+    assert all(p.grad is not None for p in private.parameters())
+    with pytest.raises(RuntimeError, match="sampling rate"):
+        private_critic(net, torch.optim.SGD(net.parameters(), lr=0.1), 100,
+                       PoissonSampledGaussian(1 / 7, 1.7, 5), 0.3, 10, torch.device("cpu"))
+
+
+def test_torch_is_imported_only_when_a_gan_is_fitted():
+    import subprocess
+    import sys
+
+    code = "import sys, synth.methods; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
+
+
 def test_model_space_keeps_point_masses_and_integers(adult_parts, adult_public):
     train = prepare(adult_parts[0], adult_public)
     disc = Discretizer(adult_public, bins=16, exact_integers=128)

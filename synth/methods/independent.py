@@ -16,7 +16,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from synth.encoding import Discretizer, finalize
+from synth.encoding import Discretizer, finalize, marginal
 from synth.errors import BudgetError, ParameterError
 from synth.methods.base import FitContext, NoiseScale, Synthesizer
 from synth.privacy.budget import Budget
@@ -63,8 +63,8 @@ class IndependentMarginals(Synthesizer):
         ctx.stage(MEASURE, 1, "noisy 1-way histograms")
         self.ledger_.charge(MEASURE, event, f"1-way histograms of {len(schema)} columns "
                                             f"({int(self.discretizer_.sizes.sum())} cells)")
-        counts = np.concatenate([np.bincount(codes[:, j], minlength=size)
-                                 for j, size in enumerate(self.discretizer_.sizes)])
+        counts = np.concatenate([marginal(codes, self.discretizer_.sizes, (j,))
+                                 for j in range(len(schema))])
         noisy = np.clip(gaussian(counts, event.sigma), 0, None)  # one draw for all cells
         self.marginals_ = []
         for block in np.split(noisy, np.cumsum(self.discretizer_.sizes)[:-1]):

@@ -26,6 +26,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from synth.encoding import marginal
 from synth.errors import BudgetError
 from synth.privacy.budget import Ledger
 from synth.privacy.events import Laplace, LaplaceThreshold, histogram_l1
@@ -73,7 +74,8 @@ def dp_bounds(values: np.ndarray, epsilon: float, column: str = "") -> tuple[flo
     of two, and values beyond them are clipped.
     """
     x = np.clip(np.asarray(values, dtype=float), GRID[0], np.nextafter(GRID[-1], 0))
-    counts = np.bincount(np.searchsorted(GRID, x, side="right") - 1, minlength=len(GRID) - 1)
+    bins = np.searchsorted(GRID, x, side="right") - 1
+    counts = marginal(bins[:, None], [len(GRID) - 1])
     noisy = laplace(counts.astype(float), laplace_scale(epsilon))
     present = np.flatnonzero(noisy > bounds_threshold(epsilon))
     if present.size == 0:

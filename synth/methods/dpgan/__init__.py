@@ -1,5 +1,9 @@
-"""DP-GAN: a latent-class generator against a critic trained with DP-SGD (Opacus)."""
+"""DP-GAN: a latent-class generator against a critic trained with DP-SGD (Opacus).
 
-from synth.methods.dpgan.method import DPGAN, GAN, train_gan
+:mod:`.method` holds the method; :mod:`.networks` and :mod:`.training` import torch and are
+imported only when a GAN is fitted.
+"""
 
-__all__ = ["DPGAN", "GAN", "train_gan"]
+from synth.methods.dpgan.method import DPGAN, GAN
+
+__all__ = ["DPGAN", "GAN"]

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from synth.encoding import marginal
 from synth.privacy.dpsga import Genes, Result, dpsga
 
 TILT_SHARES = (1e-3, 0.05)  # range of the share of genes a tilt tries to move (log-uniform)
@@ -152,7 +153,8 @@ def select_subset(reference_cells: np.ndarray, pool_cells: np.ndarray, pool_valu
     k, m = len(reference_cells), len(pool_cells)
     offsets = np.concatenate([[0], np.cumsum(cell_counts)[:-1]]).astype(np.int64)
     n_cells = int(np.sum(cell_counts))
-    reference = np.bincount((reference_cells + offsets).ravel(), minlength=n_cells) / k
+    reference = np.concatenate([marginal(reference_cells, cell_counts, (j,))
+                                for j in range(len(cell_counts))]) / k
     weight = np.repeat(weights, cell_counts)
     options = m // k
     slots = rng.permutation(m)[: k * options].reshape(k, options)

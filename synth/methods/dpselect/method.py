@@ -30,7 +30,7 @@ import pandas as pd
 from synth.encoding import Discretizer, finalize
 from synth.errors import Cancelled, ParameterError, check_int
 from synth.methods.base import FitContext, NoiseScale, check_rows, resample
-from synth.methods.dpgan.method import DPGAN, GAN, train_gan
+from synth.methods.dpgan.method import DPGAN, GAN
 from synth.methods.dpselect.ga import select_subset
 from synth.methods.dpselect.rows import DISTANCES, cells, select, top_pairs
 from synth.privacy.budget import Budget
@@ -183,7 +183,7 @@ class DPSelect(DPGAN):
         self._check(n)
         check_rows(math.ceil(self.pool_multiplier * n), len(schema), "pool_multiplier × rows")
         self.discretizer_ = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
-        self.prior_, self.table_ = train_gan(self, self.discretizer_.codes(data), ctx, GAN)
+        self.prior_, self.table_ = self._train_gan(self.discretizer_.codes(data), ctx)
 
         m = max(n, math.ceil(self.pool_multiplier * n))
         ctx.stage("pool", 1, f"drawing a pool of {m:,} rows from the generator")

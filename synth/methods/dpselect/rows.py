@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from synth.encoding import cell_index, marginal
 from synth.errors import ParameterError
 from synth.privacy.mechanisms import exponential
 
@@ -32,15 +33,13 @@ def cells(codes: np.ndarray, sizes: np.ndarray, marginals: Sequence[tuple[int, .
     """(n, k) row-major cell index of every row in every marginal (a tuple of columns)."""
     out = np.zeros((len(codes), len(marginals)), dtype=np.int64)
     for i, cols in enumerate(marginals):
-        for c in cols:
-            out[:, i] = out[:, i] * sizes[c] + codes[:, c]
+        out[:, i] = cell_index(codes, sizes, cols)
     return out
 
 
 def mutual_information(codes: np.ndarray, sizes: np.ndarray, a: int, b: int) -> float:
     """I(X_a; X_b) in nats of the empirical joint distribution of two code columns."""
-    joint = np.bincount(codes[:, a] * sizes[b] + codes[:, b],
-                        minlength=int(sizes[a] * sizes[b])).reshape(sizes[a], sizes[b])
+    joint = marginal(codes, sizes, (a, b)).reshape(sizes[a], sizes[b])
     p = joint / max(joint.sum(), 1)
     pa, pb = p.sum(axis=1, keepdims=True), p.sum(axis=0, keepdims=True)
     nz = p > 0
@@ -115,7 +114,7 @@ def select(reference_cells: Sequence[np.ndarray], pool_cells: Sequence[np.ndarra
     reference = np.zeros((sections, k, width))
     for s, ref in enumerate(reference_cells):
         for i in range(k):
-            reference[s, i] = np.bincount(ref[:, i], minlength=width) / len(ref)
+            reference[s, i, : cell_counts[i]] = marginal(ref, cell_counts, (i,)) / len(ref)
     pool = np.zeros((sections, int(pools.max()), k), dtype=np.int64)
     for s, p in enumerate(pool_cells):
         pool[s, : len(p)] = p

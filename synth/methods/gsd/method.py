@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import partial
 from typing import ClassVar
 
 import numpy as np
@@ -151,8 +153,25 @@ class GSD(Synthesizer):
         space = Space(schema)
         classes = build(space, parse_classes(self.queries), self.rng_, levels=int(self.levels),
                         random_queries=int(self.random_queries))
-        sizes = [len(q) for q in classes]
-        first = np.cumsum([0, *sizes])  # global workload id = first[k] + local id
+        run = self._start(classes, n)
+        self._answer(run, space, data, ctx)
+        table = space.random(int(self.rows), self.rng_)  # round 1 scores and starts from it
+        ctx.stage(PROJECT, run.rounds, f"{run.rounds} round(s) of select, measure and genetic "
+                                       f"search over {int(self.rows):,} rows")
+        if self.one_shot:
+            self._measure(run, np.arange(run.first[-1]), 1)
+        for t in range(1, run.rounds + 1):
+            if not self.one_shot:
+                self._measure(run, self._select(run, table, t), t)
+            table = self._project(run, space, table, t, ctx)
+        self.table_ = table
+        self.space_ = space
+        self.generations_ = run.generations
+        self.measured_ = [run.label(w) for w in run.picked]
+
+    def _start(self, classes: list[Workloads], n: int) -> _Rounds:
+        """The plan for ``classes`` on n rows, refused when its noise would drown every answer."""
+        first = np.cumsum([0, *(len(q) for q in classes)])
         eps, delta = self.ledger_.budget.allowance(QUERIES)
         rounds, per_round, rho_call = self._plan(n, eps, delta, int(first[-1]))
         sens = np.concatenate([q.sensitivity for q in classes]) / n
@@ -161,70 +180,88 @@ class GSD(Synthesizer):
             raise BudgetError(f"ε = {eps:.3g} is too small to measure anything: the Gaussian "
                               f"noise (σ ≥ {sigma.min():.3g}) exceeds the whole range [0, 1] of "
                               "an answer. Raise ε or use fewer rounds")
-
-        ctx.stage("answers", len(classes), "answering the queries on the private table (once)")
-        private, true = space.encode(data), []
-        for k, q in enumerate(classes):
-            true.append(q.answers(private))
-            ctx.progress("answers", k + 1, len(classes))
-        targets = [np.zeros(q.size) for q in classes]
-        weights = [np.zeros(q.size) for q in classes]
-        picked: list[int] = []
-
-        def measure(chosen: np.ndarray, t: int) -> None:
-            for w in chosen:
-                k, local = _locate(first, w)
-                event = measurement_event(sens[w], rho_call)
-                self.ledger_.charge(QUERIES, event, f"round {t}: measure "
-                                                    f"{self._label(classes, first, w)}")
-                lo, hi = classes[k].bounds[local:local + 2]
-                targets[k][lo:hi] = measure_workload(true[k][lo:hi], event)
-                weights[k][lo:hi] = 1.0
-                picked.append(int(w))
-
-        total_gens = 0
-
-        def report(t: int):
-            def on(generation: int, loss: float, worst: float) -> None:
-                ctx.progress(PROJECT, t - 1, rounds, loss=loss, max_error=worst,
-                             generation=total_gens + generation)
-            return on
-
-        table = space.random(int(self.rows), self.rng_)  # round 1 scores and starts from it
-        ctx.stage(PROJECT, rounds, f"{rounds} round(s) of select, measure and genetic search "
-                                   f"over {int(self.rows):,} rows")
-        if self.one_shot:
-            measure(np.arange(first[-1]), 1)
-        for t in range(1, rounds + 1):
-            if not self.one_shot:
-                scores = np.concatenate([_worst_errors(q, a, table)
-                                         for q, a in zip(classes, true, strict=True)])
-                scores[picked] = -np.inf
-                event = selection_event(n, rho_call, per_round)
-                self.ledger_.charge(QUERIES, event, f"round {t}: {per_round} workload(s) "
-                                                    "selected by max error")
-                measure(select_workloads(scores, event), t)
-            result = project(space, classes, targets, weights, int(self.rows), self.rng_,
-                             init=table, mutations=int(self.mutations),
-                             crossovers=int(self.crossovers), elite=int(self.elite),
-                             max_generations=int(self.max_generations), progress=report(t))
-            table = result.table
-            total_gens += result.generations
-            ctx.progress(PROJECT, t, rounds, loss=result.loss, max_error=result.max_error,
-                         generation=total_gens)
-        self.table_ = table
-        self.space_ = space
-        self.generations_ = total_gens
-        self.measured_ = [self._label(classes, first, w) for w in picked]
+        return _Rounds(classes, first, n, rounds, per_round, rho_call, sens,
+                       targets=[np.zeros(q.size) for q in classes],
+                       weights=[np.zeros(q.size) for q in classes])
 
     @staticmethod
-    def _label(classes, first, w) -> str:
-        k, local = _locate(first, w)
-        return f"{classes[k].kind}: {classes[k].labels[local]}"
+    def _answer(run: _Rounds, space: Space, data: pd.DataFrame, ctx: FitContext) -> None:
+        """Every query's answer on the private table, computed once."""
+        ctx.stage("answers", len(run.classes), "answering the queries on the private table "
+                                               "(once)")
+        private = space.encode(data)
+        for k, q in enumerate(run.classes):
+            run.true.append(q.answers(private))
+            ctx.progress("answers", k + 1, len(run.classes))
+
+    def _select(self, run: _Rounds, table: np.ndarray, t: int) -> np.ndarray:
+        """Round t's worst-answered workloads of ``table``, by report-noisy-max (charged)."""
+        scores = np.concatenate([_worst_errors(q, a, table)
+                                 for q, a in zip(run.classes, run.true, strict=True)])
+        scores[run.picked] = -np.inf
+        event = selection_event(run.n, run.rho, run.per_round)
+        self.ledger_.charge(QUERIES, event, f"round {t}: {run.per_round} workload(s) "
+                                            "selected by max error")
+        return select_workloads(scores, event)
+
+    def _measure(self, run: _Rounds, chosen: np.ndarray, t: int) -> None:
+        """Gaussian measurements of the ``chosen`` workloads, each charged before it runs."""
+        for w in chosen:
+            k, local = _locate(run.first, w)
+            event = measurement_event(run.sens[w], run.rho)
+            self.ledger_.charge(QUERIES, event, f"round {t}: measure {run.label(w)}")
+            lo, hi = run.classes[k].bounds[local:local + 2]
+            run.targets[k][lo:hi] = measure_workload(run.true[k][lo:hi], event)
+            run.weights[k][lo:hi] = 1.0
+            run.picked.append(int(w))
+
+    def _project(self, run: _Rounds, space: Space, table: np.ndarray, t: int,
+                 ctx: FitContext) -> np.ndarray:
+        """Round t's genetic search from ``table`` toward every measurement so far."""
+        result = project(space, run.classes, run.targets, run.weights, int(self.rows),
+                         self.rng_, init=table, mutations=int(self.mutations),
+                         crossovers=int(self.crossovers), elite=int(self.elite),
+                         max_generations=int(self.max_generations),
+                         progress=partial(_search_progress, ctx, t, run.rounds,
+                                          run.generations))
+        run.generations += result.generations
+        ctx.progress(PROJECT, t, run.rounds, loss=result.loss, max_error=result.max_error,
+                     generation=run.generations)
+        return result.table
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         """Rows of the projected table (post-processing)."""
         return self.space_.decode(self.table_[resample(len(self.table_), n, rng)])
+
+
+@dataclass
+class _Rounds:
+    """What the rounds share: the query classes and the plan, the private answers, and the
+    measurements so far (targets, with weight 1 where measured)."""
+
+    classes: list[Workloads]
+    first: np.ndarray  # global workload id = first[k] + local id in class k
+    n: int
+    rounds: int
+    per_round: int
+    rho: float  # per mechanism call
+    sens: np.ndarray  # per global workload, Δ₂ of its answers as fractions
+    targets: list[np.ndarray]
+    weights: list[np.ndarray]
+    true: list[np.ndarray] = field(default_factory=list)
+    picked: list[int] = field(default_factory=list)
+    generations: int = 0
+
+    def label(self, w: int) -> str:
+        k, local = _locate(self.first, w)
+        return f"{self.classes[k].kind}: {self.classes[k].labels[local]}"
+
+
+def _search_progress(ctx: FitContext, t: int, rounds: int, before: int, generation: int,
+                     loss: float, worst: float) -> None:
+    """The live view during round t's search; ``before``: generations of earlier rounds."""
+    ctx.progress(PROJECT, t - 1, rounds, loss=loss, max_error=worst,
+                 generation=before + generation)
 
 
 def _locate(first: np.ndarray, w: int) -> tuple[int, int]:

@@ -60,67 +60,116 @@ def project(space: Space, classes: Sequence[Workloads], targets: Sequence[np.nda
     if not 0 <= tol < 1:
         raise ParameterError(f"tol must lie in [0, 1), got {tol!r}")
 
+    search = _Search(space, classes, targets, weights, rng, mutations, crossovers,
+                     _first_elites(space, classes, targets, weights, rows, elite, rng, init))
+    search.run(max_generations, window, tol, progress, every)
+    trackers = search.track()
+    return Projection(search.best, float(sum(t.loss for t in trackers)), search.generation,
+                      _worst(trackers))
+
+
+def _first_elites(space: Space, classes, targets, weights, rows: int, elite: int,
+                  rng: np.random.Generator, init: np.ndarray | None) -> np.ndarray:
+    """``elite`` random tables, the warm start ``init`` in the first slot."""
     elites = np.stack([space.random(rows, rng) for _ in range(elite)])
     if init is not None:
         if init.shape != (rows, space.d):
             raise ParameterError(f"warm start must have shape {(rows, space.d)}, got "
                                  f"{init.shape}")
         elites[0] = init
-    fitness = np.array([loss_of(e, classes, targets, weights) for e in elites])
-    order = np.argsort(fitness, kind="stable")
-    elites, fitness = elites[order], fitness[order]
-    best = elites[0].copy()
+    return elites
 
-    def track():
-        return [q.track(best, t, w) for q, t, w in zip(classes, targets, weights, strict=True)]
 
-    trackers = track()
-    pop = mutations + crossovers
-    lagged, generation = fitness[0], 0
-    converged = False
-    while generation < max_generations and not converged:
-        n_block = min(BLOCK, max_generations - generation)
-        all_rows = rng.integers(rows, size=(n_block, pop))
-        all_cols = rng.integers(space.d, size=(n_block, pop))
-        all_mut = space.random_values(all_cols[:, :mutations].ravel(), rng).reshape(
-            n_block, mutations)
-        all_src = rng.integers(elite, size=(n_block, crossovers))
-        all_src_rows = rng.integers(rows, size=(n_block, crossovers))
-        for b in range(n_block):
-            r, c = all_rows[b], all_cols[b]
-            values = np.concatenate([all_mut[b], elites[all_src[b], all_src_rows[b],
-                                                         c[mutations:]]])
-            cand = fitness[0] + sum(t.delta(best, r, c, values) for t in trackers)
-            merged = np.concatenate([fitness, cand])
-            top = np.argsort(merged, kind="stable")[:elite]
-            if not np.array_equal(top, np.arange(elite)):
-                new = np.empty_like(elites)
-                for k, idx in enumerate(top):
-                    if idx < elite:
-                        new[k] = elites[idx]
-                    else:
-                        i = idx - elite
-                        new[k] = best
-                        new[k, r[i], c[i]] = values[i]
-                if top[0] >= elite:  # a candidate is the new best: move D* by its one edit
-                    i = top[0] - elite
-                    for t in trackers:
-                        t.accept(best, r[i], c[i], values[i])
-                    best[r[i], c[i]] = values[i]
-                elites, fitness = new, merged[top]
-            generation += 1
-            if progress is not None and generation % every == 0:
-                progress(generation, float(fitness[0]), _worst(trackers))
-            if generation % window == 0:
-                trackers = track()  # start afresh: sums of ±1/N' drift in floating point
-                fitness[0] = sum(t.loss for t in trackers)
-                converged = generation > window and (
-                    lagged <= 0 or (lagged - fitness[0]) / lagged < tol)
-                if converged:
-                    break
-                lagged = fitness[0]
-    trackers = track()
-    return Projection(best, float(sum(t.loss for t in trackers)), generation, _worst(trackers))
+@dataclass(frozen=True)
+class _Draws:
+    """A block of generations' random draws, made at once: per generation and candidate the
+    row and column edited, a mutation's new value, a crossover's source elite and row."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    mutated: np.ndarray
+    source: np.ndarray
+    source_rows: np.ndarray
+
+
+class _Search:
+    """The search's state: the elites by loss (best first), D* and its loss trackers."""
+
+    def __init__(self, space: Space, classes, targets, weights, rng: np.random.Generator,
+                 mutations: int, crossovers: int, elites: np.ndarray):
+        self.space, self.rng = space, rng
+        self.classes, self.targets, self.weights = classes, targets, weights
+        self.mutations, self.crossovers = mutations, crossovers
+        fitness = np.array([loss_of(e, classes, targets, weights) for e in elites])
+        order = np.argsort(fitness, kind="stable")
+        self.elites, self.fitness = elites[order], fitness[order]
+        self.best = self.elites[0].copy()
+        self.trackers = self.track()
+        self.lagged, self.generation = self.fitness[0], 0
+
+    def track(self) -> list:
+        return [q.track(self.best, t, w)
+                for q, t, w in zip(self.classes, self.targets, self.weights, strict=True)]
+
+    def run(self, max_generations: int, window: int, tol: float, progress, every: int) -> None:
+        """Generations until ``max_generations`` or convergence, in blocks of draws."""
+        while self.generation < max_generations:
+            draws = self._draw(min(BLOCK, max_generations - self.generation))
+            for b in range(len(draws.rows)):
+                self._step(*self._candidates(draws, b))
+                self.generation += 1
+                if progress is not None and self.generation % every == 0:
+                    progress(self.generation, float(self.fitness[0]), _worst(self.trackers))
+                if self.generation % window == 0 and self._converged(window, tol):
+                    return
+
+    def _draw(self, count: int) -> _Draws:
+        rows, elite = len(self.best), len(self.elites)
+        pop = self.mutations + self.crossovers
+        all_rows = self.rng.integers(rows, size=(count, pop))
+        all_cols = self.rng.integers(self.space.d, size=(count, pop))
+        mutated = self.space.random_values(all_cols[:, :self.mutations].ravel(),
+                                           self.rng).reshape(count, self.mutations)
+        source = self.rng.integers(elite, size=(count, self.crossovers))
+        source_rows = self.rng.integers(rows, size=(count, self.crossovers))
+        return _Draws(all_rows, all_cols, mutated, source, source_rows)
+
+    def _candidates(self, draws: _Draws, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Generation b's one-cell edits of D*: (rows, columns, new values)."""
+        r, c = draws.rows[b], draws.cols[b]
+        crossed = self.elites[draws.source[b], draws.source_rows[b], c[self.mutations:]]
+        return r, c, np.concatenate([draws.mutated[b], crossed])
+
+    def _step(self, r: np.ndarray, c: np.ndarray, values: np.ndarray) -> None:
+        """Price the candidates and keep the best of them and the old elites."""
+        elite = len(self.elites)
+        cand = self.fitness[0] + sum(t.delta(self.best, r, c, values) for t in self.trackers)
+        merged = np.concatenate([self.fitness, cand])
+        top = np.argsort(merged, kind="stable")[:elite]
+        if np.array_equal(top, np.arange(elite)):
+            return
+        new = np.empty_like(self.elites)
+        for k, idx in enumerate(top):
+            if idx < elite:
+                new[k] = self.elites[idx]
+            else:
+                new[k] = self.best
+                new[k, r[idx - elite], c[idx - elite]] = values[idx - elite]
+        if top[0] >= elite:  # a candidate is the new best: move D* by its one edit
+            i = top[0] - elite
+            for t in self.trackers:
+                t.accept(self.best, r[i], c[i], values[i])
+            self.best[r[i], c[i]] = values[i]
+        self.elites, self.fitness = new, merged[top]
+
+    def _converged(self, window: int, tol: float) -> bool:
+        """Fresh trackers (sums of ±1/N' drift in floating point), then whether the loss
+        improved by less than ``tol`` (relative) over the last window."""
+        self.trackers = self.track()
+        self.fitness[0] = sum(t.loss for t in self.trackers)
+        lagged, self.lagged = self.lagged, self.fitness[0]
+        return self.generation > window and (lagged <= 0 or (lagged - self.fitness[0])
+                                             / lagged < tol)
 
 
 def _worst(trackers) -> float:

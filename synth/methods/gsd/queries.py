@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from synth.encoding import finalize
+from synth.encoding import cell_index, finalize
 from synth.errors import ParameterError
 from synth.schema import CATEGORICAL, Schema
 
@@ -166,6 +166,33 @@ class _Slot:
     offset: int
 
 
+def _layout(space: Space, tuples: Sequence[tuple[int, ...]], levels: int
+            ) -> tuple[list[_Slot], np.ndarray, np.ndarray, list[str]]:
+    """Per workload (a column tuple): its slots, one per level when a column is numeric, laid
+    out one after another; returns the slots and the workloads' bounds, Δ₂ in rows, labels."""
+    slots, bounds, sens, labels = [], [0], [], []
+    offset = 0
+    for cols in tuples:
+        numeric = any(space.cards[c] == 0 for c in cols)
+        for level in range(1, levels + 1) if numeric else [0]:
+            bins = tuple(int(space.cards[c]) or 2**level for c in cols)
+            slots.append(_Slot(tuple(cols), bins, offset))
+            offset += math.prod(bins)
+        bounds.append(offset)
+        sens.append(math.sqrt(2 * (levels if numeric else 1)))
+        labels.append(" × ".join(space.names[c] for c in cols))
+    return slots, np.array(bounds, dtype=np.int64), np.array(sens), labels
+
+
+def _strides(bins: np.ndarray) -> np.ndarray:
+    """Row-major strides of each slot's cells, so the cell :func:`cell_index` gives is
+    Σ code_t · stride_t: an edit of one code moves it by stride · Δcode."""
+    strides = np.ones_like(bins)
+    for t in range(bins.shape[1] - 2, -1, -1):
+        strides[:, t] = strides[:, t + 1] * bins[:, t + 1]
+    return strides
+
+
 class Marginals(Workloads):
     """k-way marginals over column tuples; a numeric column is seen through 2^ℓ intervals of
     [0, 1] at each level ℓ = 1…``levels`` (a binary-tree marginal), a categorical one by its
@@ -178,51 +205,37 @@ class Marginals(Workloads):
         if int(levels) != levels or not 1 <= levels <= 16:
             raise ParameterError(f"levels must be an integer between 1 and 16, got {levels!r}")
         self.kind, self.space, self.k = kind, space, len(tuples[0])
-        slots, bounds, sens, labels = [], [0], [], []
-        offset = 0
-        for cols in tuples:
-            numeric = any(space.cards[c] == 0 for c in cols)
-            for level in range(1, levels + 1) if numeric else [0]:
-                bins = tuple(int(space.cards[c]) or 2**level for c in cols)
-                slots.append(_Slot(tuple(cols), bins, offset))
-                offset += math.prod(bins)
-            bounds.append(offset)
-            sens.append(math.sqrt(2 * (levels if numeric else 1)))
-            labels.append(" × ".join(space.names[c] for c in cols))
-        self.slots = slots
-        self.bounds = np.array(bounds, dtype=np.int64)
-        self.sensitivity = np.array(sens)
-        self.labels = labels
-        s = len(slots)
-        self._cols = np.array([sl.cols for sl in slots], dtype=np.int64)  # (S, k)
-        self._bins = np.array([sl.bins for sl in slots], dtype=np.int64)
-        strides = np.ones((s, self.k), dtype=np.int64)
-        for t in range(self.k - 2, -1, -1):
-            strides[:, t] = strides[:, t + 1] * self._bins[:, t + 1]
-        self._strides = strides
-        self._offsets = np.array([sl.offset for sl in slots], dtype=np.int64)
+        self.slots, self.bounds, self.sensitivity, self.labels = _layout(space, tuples, levels)
+        self._cols = np.array([sl.cols for sl in self.slots], dtype=np.int64)  # (S, k)
+        self._bins = np.array([sl.bins for sl in self.slots], dtype=np.int64)
+        self._strides = _strides(self._bins)
+        self._offsets = np.array([sl.offset for sl in self.slots], dtype=np.int64)
         self._numeric = space.cards[self._cols] == 0
-        # per column: the slots that contain it (padded with slot 0, masked out), its stride
-        # and its number of bins there
-        per_col = [[(si, t) for si, sl in enumerate(slots) for t, c in enumerate(sl.cols)
-                    if c == j] for j in range(space.d)]
+        self._col_slots, self._col_stride, self._col_bins, self._col_valid = self._by_column()
+
+    def _by_column(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per column, (d, K): the slots that contain it (padded with slot 0), its stride and
+        bins there, and which entries are real: an edit of the column touches only those."""
+        d = self.space.d
+        per_col = [np.argwhere(self._cols == j) for j in range(d)]  # (slot, position) pairs
         width = max(1, max(len(p) for p in per_col))
-        self._col_slots = np.zeros((space.d, width), dtype=np.int64)
-        self._col_stride = np.zeros((space.d, width), dtype=np.int64)
-        self._col_bins = np.ones((space.d, width), dtype=np.int64)
-        self._col_valid = np.zeros((space.d, width), dtype=bool)
+        slots = np.zeros((d, width), dtype=np.int64)
+        stride = np.zeros((d, width), dtype=np.int64)
+        bins = np.ones((d, width), dtype=np.int64)
+        valid = np.zeros((d, width), dtype=bool)
         for j, pairs in enumerate(per_col):
-            for i, (si, t) in enumerate(pairs):
-                self._col_slots[j, i] = si
-                self._col_stride[j, i] = strides[si, t]
-                self._col_bins[j, i] = self._bins[si, t]
-                self._col_valid[j, i] = True
+            si, t = pairs[:, 0], pairs[:, 1]
+            slots[j, : len(pairs)] = si
+            stride[j, : len(pairs)] = self._strides[si, t]
+            bins[j, : len(pairs)] = self._bins[si, t]
+            valid[j, : len(pairs)] = True
+        return slots, stride, bins, valid
 
     def cells(self, x: np.ndarray) -> np.ndarray:
         """(n, S) index of the cell each row falls in, for every slot."""
         v = x[:, self._cols]  # (n, S, k)
         codes = np.where(self._numeric, np.minimum(np.floor(v * self._bins), self._bins - 1), v)
-        return (codes.astype(np.int64) * self._strides).sum(axis=2) + self._offsets
+        return cell_index(codes.astype(np.int64), self._bins) + self._offsets
 
     def answers(self, x: np.ndarray) -> np.ndarray:
         counts = np.zeros(self.size)
