@@ -165,7 +165,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     table = read_table(args.data, max_bytes=args.max_bytes, encoding=args.encoding)
     schema = Schema.load(args.schema)
-    params, shares = parse_settings(args.set or [])
+    params, shares = parse_settings(args.set or [], args.method)
     synth = make(args.method, params)
     delta = args.delta if args.delta is not None else default_delta(len(table))
     budget = synth.budget_for(Budget(args.epsilon, delta, merge_shares(
@@ -329,7 +329,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         method, dot, setting = item.partition(".")
         if not dot or "=" not in setting:
             raise ParameterError(f"--set expects METHOD.KEY=VALUE, got {item!r}")
-        params, _ = parse_settings([setting])
+        params, _ = parse_settings([setting], method)
         fixed.setdefault(method, {}).update(params)
     param = args.param or (preset.param if preset else None)
     values = [parse_settings([f"value={x}"])[0]["value"] for x in args.values] if (
@@ -407,7 +407,9 @@ def _naming(source: Path, check, *args):
 
 def cmd_methods(args: argparse.Namespace) -> int:
     for name, cls in METHODS.items():
-        params = ", ".join(f"{k}={v!r}" for k, v in cls.param_defaults().items())
+        params = ", ".join(f"{k}={v!r} ({cls.params[k].interval()}"
+                           f"{', or null' if cls.params[k].optional else ''})"
+                           for k, v in cls.param_defaults().items())
         print(f"{name}: {cls.title} ({cls.paper})\n  {cls.summary}\n  parameters: {params}\n"
               f"  budget shares: {dict(cls().stages)}")
     return 0
