@@ -7,8 +7,9 @@ the app shows it up front. ``fit`` checks every value against it before anything
 select boxes, help). Rules that tie several parameters together (parents ≤ population) stay
 as a few explicit lines in the method, after these. After sklearn's ``_parameter_constraints``.
 
-One rule for numbers everywhere: numpy integer and float scalars pass wherever Python's do, a
-whole float passes as an integer (JSON's 16.0), and a bool is never a number.
+One rule for numbers everywhere: numpy integer and float scalars pass wherever Python's do
+(``fit`` then reads them as the Python numbers they hold), a whole float passes as an
+integer (JSON's 16.0), and a bool is never a number.
 """
 
 from __future__ import annotations
