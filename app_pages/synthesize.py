@@ -24,7 +24,7 @@ from synth.privacy.composition import explore
 from synth.privacy.domains import DOMAIN
 from synth.report import release_report, steward_report
 from synth.schema import Schema
-from ui import layout, runner, state
+from ui import layout, parameters, runner, state
 
 EPSILONS = [0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
 REFRESH = 0.4  # seconds between redraws of a live run
@@ -75,10 +75,9 @@ if cls.share_param:
         float(default.get_params()[cls.share_param]), 0.05)
     explain(f"Moving this slider trades {first} against {rest}; the preview below shows what "
             "each stage's noise means at this split.")
-with st.expander("Method parameters"):
-    params.update(layout.param_inputs(cls, skip=(cls.share_param,)))
-    explain("Defaults were chosen from measurements on the Adult census table; fewer epochs "
-            "or a smaller pool make a quick trial run.")
+params.update(parameters.method_inputs(cls, skip=(cls.share_param,)))
+explain("Defaults were chosen from measurements on the Adult census table; fewer epochs or a "
+        "smaller pool make a quick trial run. Every parameter's help says what it does.")
 if not schema.releasable:
     shares_given[DOMAIN] = st.slider(
         "Share of ε for learning data-derived domains privately", 0.05, 0.9, 0.1, 0.05)

@@ -163,10 +163,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     table = read_table(args.data, max_bytes=args.max_bytes, encoding=args.encoding)
     schema = Schema.load(args.schema)
-    params, shares = parse_settings(args.set or [])
+    params, shares = parse_settings(args.set or [], args.method)
     delta = args.delta if args.delta is not None else default_delta(len(table))
     run = runs.Run(args.method, schema, args.epsilon, delta, params, shares,
-              args.postprocessing_seed)
+                   args.postprocessing_seed)
     if args.rows is not None:  # refused before anything is spent
         check_rows(args.rows, len(schema), "--rows")
     _distinct({"DATA": Path(args.data), "--out": args.out, "--ledger": args.ledger})
@@ -324,7 +324,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         method, dot, setting = item.partition(".")
         if not dot or "=" not in setting:
             raise ParameterError(f"--set expects METHOD.KEY=VALUE, got {item!r}")
-        params, _ = parse_settings([setting])
+        params, _ = parse_settings([setting], method)
         fixed.setdefault(method, {}).update(params)
     param = args.param or (preset.param if preset else None)
     values = [parse_settings([f"value={x}"])[0]["value"] for x in args.values] if (
@@ -402,7 +402,9 @@ def _naming(source: Path, check, *args):
 
 def cmd_methods(args: argparse.Namespace) -> int:
     for name, cls in METHODS.items():
-        params = ", ".join(f"{k}={v!r}" for k, v in cls.param_defaults().items())
+        params = ", ".join(f"{k}={v!r} ({cls.params[k].interval()}"
+                           f"{', or null' if cls.params[k].optional else ''})"
+                           for k, v in cls.param_defaults().items())
         print(f"{name}: {cls.title} ({cls.paper})\n  {cls.summary}\n  parameters: {params}\n"
               f"  budget shares: {dict(cls().stages)}")
     return 0

@@ -1,7 +1,10 @@
 """Errors whose message is meant for the user: one line that names the column or parameter."""
 
 import math
+import numbers
 from typing import Any
+
+import numpy as np
 
 
 class SynthError(ValueError):
@@ -28,11 +31,21 @@ class Cancelled(Exception):
     """Raised inside a fit when the caller's should_stop() turned true."""
 
 
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is a real number: Python's or numpy's int and float scalars, never a
+    bool (``True`` is not read as 1). The one rule every check of a number follows."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
+def plain(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds (for messages and JSON); others as given."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def check_int(value, name: str, low: int = 1) -> int:
     """``value`` as an int ≥ ``low`` (whole floats pass), or a ParameterError naming it."""
-    if isinstance(value, bool) or not isinstance(value, int | float) \
-            or not math.isfinite(value) or int(value) != value or value < low:
-        raise ParameterError(f"{name} must be an integer ≥ {low}, got {value!r}")
+    if not is_number(value) or not math.isfinite(value) or int(value) != value or value < low:
+        raise ParameterError(f"{name} must be an integer ≥ {low}, got {plain(value)!r}")
     return int(value)
 
 
@@ -40,11 +53,11 @@ def as_float(value: Any, name: str, error: type[Exception], kind: str = "a numbe
     """``value`` as a float, or ``error`` saying "``name`` must be ``kind``": a bool is not a
     number here (``True`` is refused, not read as 1)."""
     try:
-        if isinstance(value, bool):
+        if isinstance(value, bool | np.bool_):
             raise TypeError
         return float(value)
     except (TypeError, ValueError):
-        raise error(f"{name} must be {kind}, got {value!r}") from None
+        raise error(f"{name} must be {kind}, got {plain(value)!r}") from None
 
 
 def check_positive(value: float, name: str, error: type[Exception] = BudgetError) -> float:

@@ -196,8 +196,8 @@ def test_dpselect_runs_from_the_app_and_spends_both_shares(app):
 def test_dpselect_ga_engine_from_the_app(app):
     app.switch_page(SYNTH).run()
     app.selectbox[0].set_value("dpselect").run()
-    app.text_input(key="param:dpselect:engine").set_value("ga").run()
-    app.text_input(key="param:dpselect:generations").set_value("3").run()
+    app.selectbox(key="param:dpselect:engine").set_value("ga").run()
+    app.number_input(key="param:dpselect:generations").set_value(3).run()
     assert any("31 selections per section" in m.value for m in app.markdown)  # the preview
     assert app.number_input(key="composition-steps:dpselect:31").value == 3 * 10 + 1
     set_param(app, "dpselect", "epochs", 1.0)
@@ -213,7 +213,7 @@ def test_gsd_runs_from_the_app_with_live_rounds(app):
     app.selectbox[0].set_value("gsd").run()
     assert "genetic search" in texts(app)
     assert any("ρ per call" in m.value for m in app.markdown)  # the privacy-free preview
-    app.text_input(key="param:gsd:rounds").set_value("3").run()  # empty: chosen by ε
+    app.number_input(key="param:gsd:rounds").set_value(3).run()  # empty: chosen by ε
     set_param(app, "gsd", "rows", 200)
     set_param(app, "gsd", "max_generations", 2000)
     run(app)

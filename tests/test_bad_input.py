@@ -6,7 +6,6 @@ SynthError, which the CLI and app show as one line) and the words that tell the 
 
 import io
 import json
-import os
 import re
 from types import SimpleNamespace
 
@@ -127,8 +126,9 @@ def test_corrupt_parquet():
         read_bytes(b"PAR1" + b"\x01\x02" * 100)
 
 
-def test_unterminated_quote_reports_row_count_mismatch():
-    with pytest.raises(DataError):
+def test_unterminated_quote_names_the_row_it_swallowed():
+    # the open quote runs to the end of the file: row 2 is one field holding everything
+    with pytest.raises(DataError, match="row 2 has 1 fields but the header has 2"):
         read_bytes(b'a,b\n"x,1\n2,3\n')
 
 
@@ -268,12 +268,6 @@ def test_bad_settings():
         parse_settings(["share.gan=lots"])
 
 
-def test_bad_method_parameter_value(sample):
-    table, schema = sample
-    with pytest.raises(ParameterError, match="bins must be a positive integer, got 0"):
-        make("independent", {"bins": 0}).fit(table, schema, Budget(1, 1e-5, {"measure": 1}))
-
-
 def test_file_like_upload_with_size():
     upload = io.BytesIO(GOOD)
     upload.size = len(GOOD)
@@ -295,7 +289,6 @@ def test_reading_refuses_nothing_good(tmp_path):
         table = read_table(path, encoding="latin-1" if enc == "latin-1" else None)
         assert list(table.columns) == ["name", "city", "n"]
         assert table["city"].tolist() == ["Zürich", "Genève"]
-    assert os.path.getsize(path) > 0
 
 
 # ---- issue 16, item 6: one table per class of bad input --------------------------------------
@@ -325,11 +318,8 @@ def cli(argv: list[str], files: dict, capsys) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    # parameters of the wrong type: named, never a traceback, never read as something else
+    # a parameter of the wrong type (every parameter's bad values: tests/test_validation.py)
     ([*RUN, "--set", "bins=abc"], r"bins must be an integer, got 'abc'"),
-    ([*RUN, "--set", "bins=null"], r"bins must be an integer, got None"),
-    ([*RUN, "--set", "bins=[1]"], r"bins must be an integer, got \[1\]"),
-    ([*RUN, "--set", "bins=true"], r"bins must be an integer, got True"),
     ([*RUN, "--postprocessing-seed", "-1"], r"postprocessing_seed must be an integer ≥ 0"),
     ([*RUN[:3], "{tmp}/fill.json", *RUN[4:]], r"column 'age': fill_value must be a number, got "
                                                r"'zero'"),
@@ -435,8 +425,6 @@ def api(sample):
      r"budget must be a Budget\(epsilon, delta\[, shares\]\), got 1\.0"),
     (lambda a: make("independent").fit(a.table, a.schema, Budget(1, 1e-5), ctx={}),
      ParameterError, r"ctx must be a FitContext or None"),
-    (lambda a: make("independent", {"bins": "16"}).fit(a.table, a.schema, Budget(1, 1e-5)),
-     ParameterError, r"bins must be an integer, got '16'"),
     (lambda a: make("independent", [("bins", 4)]), ParameterError, r"params must be a mapping"),
     (lambda a: make("independent").fit(a.table, a.schema, Budget(1, 1e-5, {"gan": 1})),
      BudgetError, r"needs budget shares for \['measure'\].*leave shares out"),

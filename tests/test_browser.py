@@ -119,10 +119,9 @@ def test_a_live_dp_select_run_then_a_cancelled_one(page):
     page.get_by_test_id("stMain").get_by_test_id("stSelectbox").first.click()
     page.get_by_role("option", name="DP-Select").click()
     page.get_by_text("ε per selection").wait_for(timeout=30_000)  # the selection's preview
-    page.get_by_text("Method parameters").click()
 
     def set_epochs(value: str) -> None:
-        epochs = page.get_by_label("epochs", exact=True)
+        epochs = page.get_by_label("Training epochs", exact=True)
         epochs.fill(value)
         epochs.press("Enter")
         steps = int(value) * 33  # 4,166 rows in batches of ~128: 33 steps an epoch

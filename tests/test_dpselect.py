@@ -205,12 +205,9 @@ def test_cancel_mid_stage_within_a_second(sample, stage, engine):
     assert model.ledger_.spent(stage)[0] < model.ledger_.budget.allowance(stage)[0]
 
 
+# one parameter out of its range: tests/test_validation.py, for every parameter of every method
 @pytest.mark.parametrize(("params", "message"), [
-    ({"gan_share": 0}, "gan_share"), ({"gan_share": 1}, "gan_share"),
-    ({"candidates": 0}, "candidates"), ({"sections": 10**6}, "sections"),
-    ({"pool_multiplier": 0.5}, "pool_multiplier"), ({"distance": "cosine"}, "distance"),
-    ({"marginal_fraction": 0}, "marginal_fraction"), ({"batch_size": 10**6}, "batch_size"),
-    ({"epochs": -1}, "epochs"), ({"components": 0}, "components"),
+    ({"sections": 10**6}, "sections"), ({"batch_size": 10**6}, "batch_size"),
 ])
 def test_bad_parameters_are_refused_by_name(sample, params, message):
     table, schema = sample

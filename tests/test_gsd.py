@@ -313,7 +313,8 @@ def test_cancel_stops_within_a_round_and_keeps_a_true_ledger(small):
 
 @pytest.mark.parametrize("params, budget, error, message", [
     ({"rounds": 0}, 1.0, ParameterError, "rounds \\(T\\) must be an integer ≥ 1, got 0"),
-    ({"rounds": "many"}, 1.0, ParameterError, "rounds must be an integer or null, got 'many'"),
+    ({"rounds": "many"}, 1.0, ParameterError,
+     "rounds \\(T\\) must be an integer or null, got 'many'"),
     ({"rows": 0}, 1.0, ParameterError, "rows must be an integer ≥ 1"),
     ({"rows": float("inf")}, 1.0, ParameterError, "rows must be an integer, got inf"),
     ({"per_round": 0}, 1.0, ParameterError, "per_round \\(S\\) must be an integer ≥ 1"),

@@ -6,13 +6,9 @@ of every page run (AppTest reruns only the page script under st.navigation).
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import streamlit as st
 
 from synth.data import DEFAULT_MAX_BYTES, read_table
-from synth.methods import Synthesizer
 from synth.schema import infer_schema
 from ui import runner, state
 
@@ -51,36 +47,3 @@ def sidebar() -> state.Dataset:
         if state.job() is not None:
             st.caption(f"⏳ running: {state.job().name}")
     return ds
-
-
-def param_inputs(cls: type[Synthesizer], skip: tuple[str | None, ...] = ()) -> dict[str, Any]:
-    """One input per constructor parameter of a method, starting from its defaults; the
-    method itself checks the values (and says which one is wrong)."""
-    values: dict[str, Any] = {}
-    for name, default in cls.param_defaults().items():
-        if name in skip:
-            continue
-        key, label = f"param:{cls.name}:{name}", name.replace("_", " ")
-        if isinstance(default, bool):
-            values[name] = st.checkbox(label, value=default, key=key)
-        elif isinstance(default, int):
-            values[name] = int(st.number_input(label, value=default, step=1, key=key))
-        elif isinstance(default, float):
-            values[name] = st.number_input(label, value=default, format="%g", key=key)
-        else:  # strings, and None meaning "chosen by the method"
-            text = st.text_input(label, value="" if default is None else str(default), key=key,
-                                 help="leave empty for the method's choice"
-                                 if default is None else None)
-            values[name] = _parse(text) if default is None else text
-    return values
-
-
-def _parse(text: str) -> Any:
-    """'' → None, numbers → numbers, anything else stays text (the method validates it)."""
-    text = text.strip()
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from synth.errors import ParameterError
+from synth.errors import ParameterError, is_number
 from synth.methods.base import (
     Event,
     FitContext,
@@ -21,6 +21,7 @@ from synth.methods.dpselect import DPSelect
 from synth.methods.gsd import GSD
 from synth.methods.independent import IndependentMarginals
 from synth.methods.private_sampling import PrivateSampling
+from synth.validation import Param
 
 METHODS: dict[str, type[Synthesizer]] = {
     cls.name: cls for cls in (IndependentMarginals, DPGAN, DPSelect, GSD, PrivateSampling)}
@@ -58,16 +59,24 @@ def make(name: str, params: Mapping[str, Any] | None = None) -> Synthesizer:
     return cls(**params)
 
 
-def _value(text: str) -> Any:
-    """'3' → 3, '0.5' → 0.5, 'true' → True, '[1, 2]' → [1, 2]; anything else stays a string."""
+def _value(text: str, param: Param | None = None) -> Any:
+    """'3' → 3, '0.5' → 0.5, 'true' → True, '[1, 2]' → [1, 2]; anything else stays a string,
+    and so does anything given for a string parameter ('engine=ga', 'queries=cat2+bt')."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError:
         return text
+    return text if param is not None and param.kind is str and not isinstance(value, str) \
+        else value
 
 
-def parse_settings(items: Iterable[str]) -> tuple[dict[str, Any], dict[str, float]]:
-    """``key=value`` strings → (method parameters, budget shares given as ``share.NAME=x``)."""
+def parse_settings(items: Iterable[str], method: str | None = None
+                   ) -> tuple[dict[str, Any], dict[str, float]]:
+    """``key=value`` strings → (method parameters, budget shares given as ``share.NAME=x``).
+
+    With a ``method``, each value is read and checked by its declared Param (a bad one is
+    refused naming its key); the values are kept as written (1 stays 1, not 1.0)."""
+    declared = METHODS[method].params if method in METHODS else {}
     params: dict[str, Any] = {}
     shares: dict[str, float] = {}
     for item in items:
@@ -75,12 +84,14 @@ def parse_settings(items: Iterable[str]) -> tuple[dict[str, Any], dict[str, floa
         key = key.strip()
         if not sep or not key:
             raise ParameterError(f"--set expects key=value, got {item!r}")
-        value = _value(raw.strip())
+        value = _value(raw.strip(), declared.get(key))
         if key.startswith(SHARE_PREFIX):
-            if isinstance(value, bool) or not isinstance(value, int | float):
+            if not is_number(value):
                 raise ParameterError(f"share {key[len(SHARE_PREFIX):]!r} must be a number, "
                                      f"got {raw!r}")
             shares[key[len(SHARE_PREFIX):]] = float(value)
         else:
+            if key in declared:
+                declared[key].check(value)
             params[key] = value
     return params, shares

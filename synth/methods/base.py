@@ -12,8 +12,6 @@ import inspect
 import math
 import os
 import time
-import types
-import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
@@ -29,11 +27,13 @@ from synth.errors import (
     ParameterError,
     SynthError,
     check_int,
+    is_number,
 )
 from synth.privacy.budget import ALL, Budget, Ledger, LedgerEntry
 from synth.privacy.domains import DOMAIN, keep_threshold, laplace_scale, learn_domains
 from synth.privacy.events import Event as PrivacyEvent
 from synth.schema import Schema, check_schema, prepare, validate
+from synth.validation import Param, check_all
 
 # ---- events ---------------------------------------------------------------------------------
 
@@ -109,8 +109,7 @@ class FitContext:
             if getattr(self, name) is not None and not callable(getattr(self, name)):
                 raise ParameterError(f"{name} must be a function or None, got "
                                      f"{getattr(self, name)!r}")
-        if isinstance(self.min_interval, bool) or not isinstance(self.min_interval, int | float) \
-                or not self.min_interval >= 0:
+        if not is_number(self.min_interval) or not self.min_interval >= 0:
             raise ParameterError(f"min_interval must be a number of seconds ≥ 0, got "
                                  f"{self.min_interval!r}")
 
@@ -170,6 +169,9 @@ class Synthesizer:
     # the parameter, if any, that splits the method's budget between its first stage and the
     # rest (the app shows it as a slider next to the other shares)
     share_param: ClassVar[str | None] = None
+    # one Param per constructor parameter: what fit, the CLI's --set and the app's widgets
+    # accept (synth.validation)
+    params: ClassVar[Mapping[str, Param]] = {}
 
     def get_params(self) -> dict[str, Any]:
         sig = inspect.signature(type(self).__init__)
@@ -187,17 +189,17 @@ class Synthesizer:
         rest = 1 - domain_share
         return {DOMAIN: domain_share, **{k: v * rest for k, v in self.stages.items()}}
 
-    def check_params(self) -> None:
-        """Refuse, by name, a parameter whose type disagrees with its annotation (``bins``
-        given "abc", None, [1] or true): what sklearn's ``_parameter_constraints`` does, read
-        off the constructor's type hints. Ranges stay with each method's own checks."""
-        hints = typing.get_type_hints(type(self).__init__)
-        for name, value in self.get_params().items():
-            allowed = _allowed(hints.get(name, Any))
-            if allowed is None or any(_fits(value, kind) for kind in allowed):
-                continue
-            words = " or ".join(_TYPE_WORDS[kind] for kind in allowed)
-            raise ParameterError(f"{name} must be {words}, got {value!r}")
+    def check_params(self, n: int | None = None) -> dict[str, Any]:
+        """Every parameter checked against its declared :class:`~synth.validation.Param`
+        (``params``), then the rules that tie several together (:meth:`_check_rules`; those
+        that need the table's row count only when ``n`` is given). Refuses the first bad one
+        by name; returns the values as plain Python values, leaving the attributes as given."""
+        values = check_all(self.get_params(), self.params)
+        self._check_rules(values, n)
+        return values
+
+    def _check_rules(self, values: dict[str, Any], n: int | None) -> None:
+        """Rules between parameters, or between a parameter and the row count ``n``."""
 
     def budget_for(self, budget: Budget, schema: Schema) -> Budget:
         """``budget`` as this method spends it: the default single share (``"all"``) becomes
@@ -231,6 +233,7 @@ class Synthesizer:
         """The noise every stage would use for an ``n``-row table: no data is read, so the
         trade-offs of a budget split can be shown before anything is spent."""
         n = check_int(n, "n (rows)")
+        self.check_params(n)
         check_schema(schema)
         budget = self.budget_for(budget, schema)
         scales = []
@@ -254,8 +257,11 @@ class Synthesizer:
                               on_spend=lambda e: ctx.emit(
                                   Spent(e, self.ledger_.total_epsilon, self.ledger_.total_delta)))
         self.rng_ = np.random.default_rng(ctx.postprocessing_seed)  # post-processing only
-        self.check_params()  # before anything is spent: the ledger above is still empty
         data = validate(table, schema)
+        values = self.check_params(len(data))  # before anything is spent: the ledger is empty
+        for name, value in self.get_params().items():  # numpy scalars as the Python numbers
+            if isinstance(value, np.generic):          # they hold: torch and JSON take those
+                setattr(self, name, values[name])
         if not schema.releasable:
             todo = sum(not c.releasable for c in schema)
             ctx.stage(DOMAIN, todo, "learning data-derived domains under DP")
@@ -286,30 +292,8 @@ class Synthesizer:
         raise NotImplementedError
 
 
-_TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string",
-               type(None): "null"}
 BYTES_PER_CELL = 100  # sampling then writing a CSV peaks near 90 bytes a cell (measured)
 MAX_SAMPLE_BYTES = 8 * 1024**3
-
-
-def _allowed(hint: Any) -> tuple[type, ...] | None:
-    """The plain types a type hint allows (``int | None`` → (int, NoneType)), or None for
-    hints this check leaves alone."""
-    kinds = typing.get_args(hint) if isinstance(hint, types.UnionType) or \
-        typing.get_origin(hint) is typing.Union else (hint,)
-    return kinds if all(k in _TYPE_WORDS for k in kinds) else None
-
-
-def _fits(value: Any, kind: type) -> bool:
-    """Whether ``value`` is of ``kind``: bools are not numbers, whole floats are integers
-    (JSON's 16.0), ints are floats."""
-    if kind is bool or isinstance(value, bool):
-        return kind is bool and isinstance(value, bool)
-    if kind is int:
-        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-    if kind is float:
-        return isinstance(value, int | float) and math.isfinite(value)
-    return isinstance(value, kind)
 
 
 def check_seed(seed: Any, name: str) -> int | None:

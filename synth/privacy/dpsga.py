@@ -24,9 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from synth.errors import ParameterError, check_epsilon, check_int
+from synth.errors import ParameterError, check_epsilon
 from synth.privacy.composition import bounded_range, per_step_epsilon
 from synth.privacy.mechanisms import exponential, exponential_top_k
+from synth.validation import Param, check_all, specs
 
 # the paper's defaults: N_g by ε ∈ {10^-2, 10^-1.5, …, 10^1.5} (its §5, averaged optima)
 GENERATIONS = ((10**-2, 10), (10**-1.5, 10), (10**-1, 20), (10**-0.5, 50), (1.0, 75),
@@ -87,20 +88,30 @@ class Result:
     history: list[float]  # the best utility of each generation (not private: for the owner)
 
 
+# the GA's settings, as every caller (DP-Select's ga engine) declares them
+GA_PARAMS = specs(
+    Param("generations", int, low=0, optional=True, symbol="N_g", label="Generations",
+          help="Generations of the GA; empty takes the paper's table at the selection's ε."),
+    Param("population", int, low=2, symbol="N_p", label="Population",
+          help="Chromosomes in each generation."),
+    Param("parents", int, low=2, symbol="N_s", label="Parents",
+          help="Parents kept in each generation, one private selection each: at most the "
+               "population."),
+    Param("p_c", float, low=0, high=1, label="Crossover probability", symbol="p_c",
+          help="Probability that a pair of parents is crossed over rather than copied."),
+    Param("p_m", float, low=0, high=1, optional=True, label="Mutation probability",
+          symbol="p_m",
+          help="Probability that each gene mutates; empty takes 1/(genes + 1)."))
+
+
 def check_settings(generations: int | None, population: int, parents: int, p_c: float,
                    p_m: float | None) -> None:
     """Name the first bad GA setting in a ParameterError (None: the paper's default)."""
-    if generations is not None:
-        check_int(generations, "generations (N_g)", 0)
-    population = check_int(population, "population (N_p)", 2)
-    parents = check_int(parents, "parents (N_s)", 2)
-    if parents > population:
-        raise ParameterError(f"parents (N_s={parents}) cannot exceed the population "
-                             f"(N_p={population})")
-    for name, value in (("p_c", p_c), ("p_m", p_m)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
-                                  or not 0 <= value <= 1):
-            raise ParameterError(f"{name} must lie in [0, 1], got {value!r}")
+    values = check_all({"generations": generations, "population": population,
+                        "parents": parents, "p_c": p_c, "p_m": p_m}, GA_PARAMS)
+    if values["parents"] > values["population"]:
+        raise ParameterError(f"parents (N_s={values['parents']}) cannot exceed the population "
+                             f"(N_p={values['population']})")
 
 
 def dpsga(utility: Callable[[np.ndarray], np.ndarray], sensitivity: float, genes: Genes,

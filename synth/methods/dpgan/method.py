@@ -23,22 +23,19 @@ import numpy as np
 import pandas as pd
 
 from synth.encoding import Discretizer, finalize
-from synth.errors import BudgetError, ParameterError, check_int
+from synth.errors import BudgetError, ParameterError
 from synth.methods.base import FitContext, NoiseScale, Synthesizer
 from synth.privacy.accounting import calibrate
 from synth.privacy.budget import Budget
 from synth.privacy.composition import dp_to_zcdp
 from synth.privacy.events import PoissonSampledGaussian, describe
 from synth.schema import Schema
+from synth.validation import Param, specs
 
 GAN = "gan"
 MAX_SGD_EPSILON = 1e3  # DP-Select at ε = 1e4 (its GAN share 2,000) ran in 21 s; 2e5 hung
 
 
-def _check_float(value, name: str) -> float:
-    if isinstance(value, bool) or not (isinstance(value, int | float) and 0 < value < math.inf):
-        raise ParameterError(f"{name} must be a number > 0, got {value!r}")
-    return float(value)
 
 
 class DPGAN(Synthesizer):
@@ -67,6 +64,31 @@ class DPGAN(Synthesizer):
     paper = "Xie et al. 2018 (DPGAN), as used in Ebrahimianghazani 2023"
     stages: ClassVar[Mapping[str, float]] = {GAN: 1.0}
     accountants: ClassVar[Mapping[str, str]] = {GAN: "pld"}
+    params: ClassVar[Mapping[str, Param]] = specs(
+        Param("epochs", float, low=0, low_open=True, advanced=False, label="Training epochs",
+              help="Expected passes of the critic over the private table: more epochs take "
+                   "longer and need more noise per step for the same ε."),
+        Param("batch_size", int, low=1, label="Batch size",
+              help="Expected rows of a Poisson batch of real rows; smaller than the table."),
+        Param("components", int, low=1, label="Latent classes",
+              help="Components of the generator's mixture: more can capture more structure."),
+        Param("critic_hidden", int, low=1, label="Critic width",
+              help="Hidden units of the critic; a small critic gives the DP-SGD noise fewer "
+                   "coordinates to drown."),
+        Param("generator_batch", int, low=1, label="Generator batch",
+              help="Fake rows per generator step (free post-processing); a large batch tames "
+                   "the noise in the generator's gradient."),
+        Param("lr_critic", float, low=0, low_open=True, label="Critic learning rate",
+              help="Adam's learning rate for the critic."),
+        Param("lr_generator", float, low=0, low_open=True, label="Generator learning rate",
+              help="Adam's learning rate for the generator."),
+        Param("max_grad_norm", float, low=0, low_open=True, label="Clipping norm", symbol="C",
+              help="Per-sample gradients are clipped to this norm; the noise is scaled by it."),
+        Param("bins", int, low=1, label="Bins per numeric column",
+              help="Equal-width bins over each numeric column's bounds in the model."),
+        Param("exact_integers", int, low=0, label="Exact integers up to",
+              help="Integer columns with at most this many values get a cell per value; 0 "
+                   "bins every numeric column."))
 
     def __init__(self, epochs: float = 10.0, batch_size: int = 128, components: int = 64,
                  critic_hidden: int = 32, generator_batch: int = 2048, lr_critic: float = 3e-3,
@@ -83,21 +105,15 @@ class DPGAN(Synthesizer):
         self.bins = bins
         self.exact_integers = exact_integers
 
-    def _check(self, n: int) -> None:
-        _check_float(self.epochs, "epochs")
-        for name in ("batch_size", "components", "critic_hidden", "generator_batch", "bins"):
-            check_int(getattr(self, name), name)
-        check_int(self.exact_integers, "exact_integers", 0)
-        for name in ("lr_critic", "lr_generator", "max_grad_norm"):
-            _check_float(getattr(self, name), name)
-        if self.batch_size >= n:
-            raise ParameterError(f"batch_size ({self.batch_size}) must be smaller than the "
-                                 f"table ({n} rows)")
+    def _check_rules(self, values: dict, n: int | None) -> None:
+        if n is not None and values["batch_size"] >= n:
+            raise ParameterError(f"batch_size ({values['batch_size']}) must be smaller than "
+                                 f"the table ({n} rows)")
 
     def plan(self, n: int, epsilon: float, delta: float) -> PoissonSampledGaussian:
         """The critic's DP-SGD on n rows: sampling rate q, steps and the smallest noise
         multiplier σ whose steps cost (ε, δ) under the ``pld`` accountant."""
-        self._check(n)
+        self.check_params(n)
         if delta <= 0:
             raise BudgetError(f"DP-SGD needs δ > 0 in the {GAN!r} share")
         if epsilon > MAX_SGD_EPSILON:  # the PLD grid of so small a σ hangs or fills memory
@@ -123,7 +139,6 @@ class DPGAN(Synthesizer):
             f"replacing one row moves it by at most 2C", event)]
 
     def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
-        self._check(len(data))
         self.discretizer_ = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
         self.prior_, self.table_ = self._train_gan(self.discretizer_.codes(data), ctx)
 

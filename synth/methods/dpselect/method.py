@@ -35,9 +35,10 @@ from synth.methods.dpselect.ga import select_subset
 from synth.methods.dpselect.rows import DISTANCES, cells, select, top_pairs
 from synth.privacy.budget import Budget
 from synth.privacy.composition import per_step_epsilon
-from synth.privacy.dpsga import check_settings, default_generations
+from synth.privacy.dpsga import GA_PARAMS, check_settings, default_generations
 from synth.privacy.events import Exponential, describe, normalised_marginals_l1
 from synth.schema import Schema
+from synth.validation import Param, specs
 
 SELECT = "select"
 SELECTION_BINS = 10  # equal-width bins over public bounds for numeric columns (note G4)
@@ -72,6 +73,31 @@ class DPSelect(DPGAN):
     paper = "Ebrahimianghazani 2023 (MMath thesis, Waterloo)"
     share_param = "gan_share"
     accountants: ClassVar[Mapping[str, str]] = {GAN: "pld", SELECT: "bounded_range"}
+    params: ClassVar[Mapping[str, Param]] = specs(
+        Param("engine", str, choices=ENGINES, advanced=False, label="Selection engine",
+              help="rows: one exponential-mechanism pick per output row (the thesis); ga: "
+                   "the DP simple GA chooses a section's whole output at once."),
+        Param("gan_share", float, low=0, high=1, low_open=True, high_open=True,
+              label="GAN share", help="Fraction of the method's budget spent on training "
+                                      "the DP-GAN; the rest pays for the selection."),
+        Param("pool_multiplier", float, low=1, advanced=False, label="Pool size (× rows)",
+              help="The generator draws this many times the table's rows; the output is "
+                   "chosen from them. A smaller pool makes a quicker trial."),
+        Param("candidates", int, low=1, optional=True, symbol="T", label="Candidates per pick",
+              help="Pool rows offered to each pick of the rows engine; empty takes the pool "
+                   "multiplier."),
+        Param("sections", int, low=1, optional=True, symbol="S", label="Sections",
+              help="Disjoint parts of the table and the pool, selected separately (parallel "
+                   "composition); empty takes 5 for rows and 1 for ga."),
+        Param("distance", str, choices=DISTANCES, label="Distance",
+              help="How far the chosen rows' marginals are from the table's; the ga engine "
+                   "uses l1 only."),
+        Param("marginal_fraction", float, low=0, high=1, low_open=True,
+              label="Share of column pairs",
+              help="The 2-way marginals matched: this share of all column pairs, the most "
+                   "dependent ones in the pool."),
+        *GA_PARAMS.values(),
+        *DPGAN.params.values())
 
     def __init__(self, gan_share: float = 0.2, pool_multiplier: float = 20,
                  candidates: int | None = None, sections: int | None = None,
@@ -101,33 +127,19 @@ class DPSelect(DPGAN):
 
     @property
     def stages(self) -> dict[str, float]:  # type: ignore[override]
-        share = _share(self.gan_share)
+        share = self.params["gan_share"].check(self.gan_share)
         return {GAN: share, SELECT: 1 - share}
 
-    def _check(self, n: int) -> None:
-        super()._check(n)
-        _share(self.gan_share)
-        if isinstance(self.pool_multiplier, bool) or not (
-                isinstance(self.pool_multiplier, int | float) and self.pool_multiplier >= 1):
-            raise ParameterError(f"pool_multiplier must be a number ≥ 1, got "
-                                 f"{self.pool_multiplier!r}")
-        if self.engine not in ENGINES:
-            raise ParameterError(f"engine must be one of {ENGINES}, got {self.engine!r}")
-        check_int(self._candidates, "candidates (T)")
-        check_settings(self.generations, self.population, self.parents, self.p_c, self.p_m)
-        sections = check_int(self._sections, "sections (S)")
-        if sections > n:
-            raise ParameterError(f"sections (S={sections}) cannot exceed the table's {n} rows")
-        if self.distance not in DISTANCES:
-            raise ParameterError(f"distance must be one of {DISTANCES}, got {self.distance!r}")
-        if self.engine == "ga" and self.distance != "l1":
+    def _check_rules(self, values: dict, n: int | None) -> None:
+        super()._check_rules(values, n)
+        check_int(self._candidates, "candidates (T)")  # the default T is the pool multiplier
+        check_settings(*(values[k] for k in GA_PARAMS))  # and parents ≤ population
+        if n is not None and self._sections > n:
+            raise ParameterError(f"sections (S={self._sections}) cannot exceed the table's "
+                                 f"{n} rows")
+        if values["engine"] == "ga" and values["distance"] != "l1":
             raise ParameterError(f"the ga engine scores outputs by the l1 distance only, got "
-                                 f"distance={self.distance!r}")
-        if isinstance(self.marginal_fraction, bool) or not (
-                isinstance(self.marginal_fraction, int | float)
-                and 0 < self.marginal_fraction <= 1):
-            raise ParameterError(f"marginal_fraction must lie in (0, 1], got "
-                                 f"{self.marginal_fraction!r}")
+                                 f"distance={values['distance']!r}")
 
     @property
     def _candidates(self):
@@ -180,7 +192,6 @@ class DPSelect(DPGAN):
 
     def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
         n = len(data)
-        self._check(n)
         check_rows(math.ceil(self.pool_multiplier * n), len(schema), "pool_multiplier × rows")
         self.discretizer_ = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
         self.prior_, self.table_ = self._train_gan(self.discretizer_.codes(data), ctx)
@@ -288,9 +299,3 @@ class _Problem:
     weights: np.ndarray
     epsilon: float
     delta: float
-
-
-def _share(value) -> float:
-    if isinstance(value, bool) or not (isinstance(value, int | float) and 0 < value < 1):
-        raise ParameterError(f"gan_share must lie strictly between 0 and 1, got {value!r}")
-    return float(value)

@@ -27,15 +27,23 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from synth.errors import BudgetError, ParameterError, check_int
+from synth.errors import BudgetError, ParameterError
 from synth.methods.base import FitContext, NoiseScale, Synthesizer, check_rows, resample
 from synth.methods.gsd.projection import project
-from synth.methods.gsd.queries import Space, Workloads, build, parse_classes, plan_size
+from synth.methods.gsd.queries import (
+    QUERY_CLASSES,
+    Space,
+    Workloads,
+    build,
+    parse_classes,
+    plan_size,
+)
 from synth.privacy.budget import Budget
 from synth.privacy.composition import dp_to_zcdp
 from synth.privacy.events import Exponential, Gaussian, describe, fraction_linf
 from synth.privacy.mechanisms import exponential_top_k, gaussian
 from synth.schema import CATEGORICAL, Schema
+from synth.validation import Param, specs
 
 QUERIES = "queries"  # the budget stage: choosing and measuring workloads
 PROJECT = "project"  # the event stage of the search (free post-processing)
@@ -72,6 +80,33 @@ class GSD(Synthesizer):
     paper = "Liu, Tang, Vietri, Wu 2023 (ICML)"
     stages: ClassVar[Mapping[str, float]] = {QUERIES: 1.0}
     accountants: ClassVar[Mapping[str, str]] = {QUERIES: "zcdp"}
+    params: ClassVar[Mapping[str, Param]] = specs(
+        Param("queries", str, advanced=False, label="Query classes",
+              help=f"Marginals to fit, classes joined by '+' from {', '.join(QUERY_CLASSES)}: "
+                   "cat2/cat3 are categorical marginals, bt binary-tree ranges of numeric "
+                   "columns."),
+        Param("rounds", int, low=1, optional=True, symbol="T", advanced=False, label="Rounds",
+              help="Adaptive rounds of select, measure, project; empty takes 20 below ε = 2 "
+                   "and 30 above."),
+        Param("per_round", int, low=1, symbol="S", label="Workloads per round",
+              help="Worst-answered workloads selected and measured in each round."),
+        Param("one_shot", bool, label="One shot",
+              help="Measure every workload once and project once, instead of adaptively."),
+        Param("rows", int, low=1, label="Synthetic rows",
+              help="Rows of the table the genetic search fits; the release resamples them."),
+        Param("mutations", int, low=0, label="Mutations per generation",
+              help="Mutated candidates the search tries in each generation."),
+        Param("crossovers", int, low=0, label="Crossovers per generation",
+              help="Crossed-over candidates the search tries in each generation."),
+        Param("elite", int, low=1, symbol="E", label="Elite",
+              help="Best tables kept from one generation to the next."),
+        Param("max_generations", int, low=1, label="Generations per projection (at most)",
+              help="A projection usually stops earlier, when its loss stops improving."),
+        Param("levels", int, low=1, label="Binary-tree levels",
+              help="A numeric column is cut into 2 … 2^levels intervals for bt queries."),
+        Param("random_queries", int, low=1, label="Random queries",
+              help="How many random prefixes or halfspaces the prefix and halfspace classes "
+                   "draw."))
 
     def __init__(self, queries: str = "cat2+bt", rounds: int | None = None, per_round: int = 1,
                  one_shot: bool = False, rows: int = 2000, mutations: int = 50,
@@ -97,32 +132,24 @@ class GSD(Synthesizer):
         if delta <= 0:
             raise BudgetError("Private-GSD's Gaussian mechanism needs δ > 0 in the 'queries' "
                               "share")
-        if not isinstance(self.one_shot, bool):
-            raise ParameterError(f"one_shot must be true or false, got {self.one_shot!r}")
         rho = dp_to_zcdp(epsilon, delta)
         if self.one_shot:
             return 1, workloads, rho / workloads
-        rounds = check_int(default_rounds(epsilon) if self.rounds is None else self.rounds,
-                           "rounds (T)")
-        s = check_int(self.per_round, "per_round (S)")
+        rounds = default_rounds(epsilon) if self.rounds is None else int(self.rounds)
+        s = int(self.per_round)
         if rounds * s > workloads:
             raise ParameterError(f"rounds × per_round = {rounds * s} exceeds the {workloads} "
                                  "workloads of this query set; no workload is measured twice")
         return rounds, s, rho / (2 * rounds * s)
 
-    def _check(self, n: int) -> None:
-        parse_classes(self.queries)
-        for name in ("rows", "elite", "max_generations", "levels", "random_queries"):
-            check_int(getattr(self, name), name)
-        check_int(self.mutations, "mutations", 0)
-        check_int(self.crossovers, "crossovers", 0)
-        if self.mutations + self.crossovers == 0:
+    def _check_rules(self, values: dict, n: int | None) -> None:
+        parse_classes(values["queries"])
+        if values["mutations"] + values["crossovers"] == 0:
             raise ParameterError("mutations + crossovers must be ≥ 1")
 
     def _preview(self, n: int, schema: Schema, budget: Budget) -> list[NoiseScale]:
         eps, delta = budget.allowance(QUERIES)
         try:
-            self._check(n)
             w, sens = plan_size([c.kind == CATEGORICAL for c in schema],
                                 parse_classes(self.queries), int(self.levels),
                                 int(self.random_queries))
@@ -148,7 +175,6 @@ class GSD(Synthesizer):
 
     def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
         n = len(data)
-        self._check(n)
         check_rows(self.rows, len(schema), "rows")  # its synthetic table is held in memory
         space = Space(schema)
         classes = build(space, parse_classes(self.queries), self.rng_, levels=int(self.levels),

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from synth.encoding import Discretizer, finalize
-from synth.errors import BudgetError, ParameterError, check_int
+from synth.errors import BudgetError, ParameterError
 from synth.methods.base import FitContext, NoiseScale, Synthesizer, resample
 from synth.methods.private_sampling.algorithm import fit_density
 from synth.methods.private_sampling.bounds import Setting, show, walsh_count
@@ -27,6 +27,7 @@ from synth.privacy.budget import Budget
 from synth.privacy.events import NoGuarantee, PureDP, describe
 from synth.privacy.mechanisms import fresh_rng
 from synth.schema import Schema
+from synth.validation import Param, specs
 
 SAMPLE = "sample"
 MAX_BITS = 20  # demo scale: the LP has m variables and the Walsh matrix C(p, ≤d) rows
@@ -60,6 +61,27 @@ class PrivateSampling(Synthesizer):
     paper = "Boedihardjo, Strohmer, Vershynin 2021; Pierquin et al. 2023"
     stages: ClassVar[Mapping[str, float]] = {SAMPLE: 1.0}
     accountants: ClassVar[Mapping[str, str]] = {SAMPLE: "basic"}
+    params: ClassVar[Mapping[str, Param]] = specs(
+        Param("d", int, low=1, advanced=False, label="Marginal degree",
+              help="Marginals of up to this many bits are matched; at most the bits of the "
+                   "binarised table."),
+        Param("m", int, low=1, optional=True, label="Reduced space size",
+              help="Points of the reduced space S; empty takes 8·C(p, ≤d)."),
+        Param("k", int, low=1, optional=True, advanced=False, label="Samples released",
+              help="Rows released; empty takes the table's row count."),
+        Param("accuracy_delta", float, low=0, high=0.5, low_open=True, symbol="δ",
+              label="Accuracy margin",
+              help="Algorithm 1's δ, an accuracy margin and not the δ of (ε, δ)-DP: the "
+                   "density keeps at least δ/m at every point of S."),
+        Param("Delta", float, low=1, optional=True, symbol="Δ", label="Density cap",
+              help="The cap on the density, at least 1 + the accuracy margin; empty takes "
+                   "four times the density of a table spread evenly over the valid patterns."),
+        Param("bins", int, low=1, label="Bins per numeric column",
+              help="One-hot bins per numeric column: each adds bits to the cube."),
+        Param("allow_no_guarantee", bool, advanced=False,
+              label="Run without a guarantee (demonstration)",
+              help="Run even where Theorem 4.1 does not cover k; the ledger then says "
+                   "'no guarantee' instead of an ε."))
 
     def __init__(self, d: int = 2, m: int | None = None, k: int | None = None,
                  accuracy_delta: float = 0.01, Delta: float | None = None, bins: int = 2,
@@ -72,28 +94,26 @@ class PrivateSampling(Synthesizer):
         self.bins = bins
         self.allow_no_guarantee = allow_no_guarantee
 
-    def _plan(self, n: int, schema: Schema, epsilon: float) -> tuple[Discretizer, Setting]:
-        """The binarisation and Theorem 4.1's setting, from public facts only."""
-        check_int(self.bins, "bins")
-        coder = Discretizer(schema, bins=int(self.bins), exact_integers=0)
-        p = int(coder.sizes.sum())
-        delta = self.accuracy_delta
-        if isinstance(delta, bool) or not (isinstance(delta, int | float) and 0 < delta <= 0.5):
-            raise ParameterError(f"accuracy_delta must lie in (0, 1/2], got {delta!r}")
-        Delta = self._Delta(coder, p)
-        if isinstance(Delta, bool) or not (isinstance(Delta, int | float) and math.isfinite(Delta)
-                                           and Delta >= 1 + delta):
+    def _check_rules(self, values: dict, n: int | None) -> None:
+        Delta = values["Delta"]
+        if Delta is not None and Delta < 1 + values["accuracy_delta"]:
             raise ParameterError(f"Delta must be a number ≥ 1 + accuracy_delta (the shrinkage "
                                  f"LP needs it), got {Delta!r}")
+
+    def _plan(self, n: int, schema: Schema, epsilon: float) -> tuple[Discretizer, Setting]:
+        """The binarisation and Theorem 4.1's setting, from public facts only."""
+        coder = Discretizer(schema, bins=int(self.bins), exact_integers=0)
+        p = int(coder.sizes.sum())
+        delta, Delta = self.accuracy_delta, self._Delta(coder, p)
         if p > MAX_BITS:
             raise ParameterError(f"private sampling runs at demo scale (p ≤ {MAX_BITS} bits), "
                                  f"but this schema binarises to p = {p}: leave columns out "
                                  "(the Data page) or use fewer bins")
-        d = check_int(self.d, "d")
+        d = int(self.d)
         if d > p:
             raise ParameterError(f"d (= {d}) cannot exceed the {p} bits of the binarised table")
-        m = 8 * walsh_count(p, d) if self.m is None else check_int(self.m, "m")
-        k = n if self.k is None else check_int(self.k, "k")
+        m = 8 * walsh_count(p, d) if self.m is None else int(self.m)
+        k = n if self.k is None else int(self.k)
         setting = Setting(p, d, math.log10(n), epsilon, float(delta), 0.125,
                           math.log10(Delta), math.log10(m), k)
         return coder, setting
