@@ -18,6 +18,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from synth.data import load_sample
+from synth.declarations import nice_bounds
 from synth.methods import make
 from synth.privacy.budget import Budget
 from synth.privacy.composition import explore
@@ -175,6 +176,9 @@ def test_uploaded_table_learns_its_domains_privately(app):
     page = release_report({**finished.ledger, **finished.config}, finished.synthetic)
     assert "Release report: independent" in page and "Uses the real data" not in page
     assert "rows: 600 synthetic rows from 600 private rows" in texts(app)  # the checklist
+    # what the browser test of this flow used to check: the checklist and the steward's part
+    assert "**Release checklist**" in texts(app) and "**For you only, not for release**" in \
+        texts(app)
 
 
 def test_a_failed_utility_check_keeps_the_release(app):
@@ -427,8 +431,11 @@ def test_declaring_a_domain_public_shows_and_rounds_what_it_publishes(app):
                for w in app.warning)
     next(b for b in app.button if b.label.startswith("Round the public bounds")).click().run()
     assert not app.exception and not app.error
-    assert "**age**: whole numbers in [10, 70]" in texts(app)
-    assert "**salary**: whole numbers in [3000, 3500]" in texts(app)
+    # widened outward, strictly beyond the table's extremes, to the package's round values
+    for name, (low, high) in {"age": (18, 67), "salary": (3100, 3399)}.items():
+        shown = re.search(rf"\*\*{name}\*\*: whole numbers in \[(\S+), (\S+)\]", texts(app))
+        lower, upper = float(shown[1]), float(shown[2])
+        assert lower < low and upper > high and (lower, upper) == nice_bounds(low, high)
     assert not any("the table's minimum" in w.value for w in app.warning)
 
 
@@ -485,6 +492,10 @@ def test_feasibility_page_checks_the_papers_datasets_and_the_ideal_cube(app):
         k_allowed = metrics["k allowed (Thm 4.1)"]
         assert k_allowed == pytest.approx(at_m_1 / metrics["m_lo"] ** 0.75, rel=0.1)
         assert k_allowed < 1 and app.error[0].value.startswith("Not feasible")
+    # the figures are drawn, one per tab (what the browser test of a preset used to check)
+    assert [t.label for t in app.tabs][:3] == ["Figure 1: k against p", "The m range",
+                                               "Datasets (Table 2)"]
+    assert len(app.get("plotly_chart")) >= 4
     app.toggle[0].set_value(False).run()  # the exact count C(p,≤d) includes ∅
     assert {m.label: number(m.value) for m in app.metric}["C(p,≤d)"] == 62 * 63 // 2 + 1
     frame = app.dataframe[0].value
