@@ -14,6 +14,13 @@ REPO = Path(__file__).resolve().parent.parent
 ADULT = REPO.parent / "shared" / "data" / "adult.csv"
 
 
+def given(table) -> int:
+    """Rows the app gives a method: the protocol split's train and validation parts (its test
+    sixth is held out)."""
+    train, validation, _ = protocol_split(table)
+    return len(train) + len(validation)
+
+
 @pytest.fixture(scope="session")
 def adult():
     assert ADULT.exists(), f"the Adult table is expected at {ADULT} (../shared beside the repo)"

@@ -1,6 +1,15 @@
-"""The app through Streamlit's AppTest: real scripts, real package, simulated browser."""
+"""The app through Streamlit's AppTest: real scripts, real package, simulated browser.
+
+What a page shows is checked against what the package computes for the same inputs through
+its public API, against a relation the numbers must obey, or against a paper's published
+number (../shared/notes/), never against a value copied from the page's own output. Waits end
+on an event (the run's end, a button appearing) and only give up once nothing has moved for
+several minutes, so a loaded machine slows them down without failing them.
+"""
 
 import json
+import math
+import re
 import time
 
 import numpy as np
@@ -8,19 +17,26 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from synth.data import load_sample
+from synth.declarations import nice_bounds
+from synth.methods import make
+from synth.privacy.budget import Budget
+from synth.privacy.composition import explore
 from synth.report import release_report
 
-from .conftest import REPO
+from .conftest import REPO, given
 
 APP = str(REPO / "app.py")
 SYNTH = "app_pages/synthesize.py"
 COMPARE = "app_pages/compare.py"
 FEASIBILITY = "app_pages/feasibility.py"
+SCRIPT_TIMEOUT = 600  # one rerun of a page: generous, a loaded machine must not fail it
+STALL = 600  # a wait gives up only after this many seconds without any progress
 
 
 @pytest.fixture
 def app():
-    at = AppTest.from_file(APP, default_timeout=120)
+    at = AppTest.from_file(APP, default_timeout=SCRIPT_TIMEOUT)
     at.run()
     assert not at.exception
     return at
@@ -36,23 +52,47 @@ def run_button(at):
     return next(b for b in at.button if b.label == "Run")
 
 
-def finish(at, timeout: float = 300, key: str = "job"):
-    """Rerun the page until the background run (or sweep) has ended, as the live fragment
-    would."""
-    deadline = time.monotonic() + timeout
-    while key in at.session_state:
-        assert time.monotonic() < deadline, "the run did not finish in time"
+def progress_of(at, key: str):
+    """What a background job has done so far: its events (a run) or finished rows (a sweep)."""
+    if key not in at.session_state:
+        return None
+    job = at.session_state[key]
+    return len(getattr(job, "events", ())), len(getattr(job, "rows", ())), job.status
+
+
+def wait_until(at, done, what: str, key: str = "job", rerun: bool = True):
+    """Rerun the page (``rerun``), as its live fragment would, until ``done(at)``. It fails
+    only when the background job has shown no progress for ``STALL`` seconds: a slow run that
+    keeps moving is waited for."""
+    seen, moved = progress_of(at, key), time.monotonic()
+    while not done(at):
+        now = progress_of(at, key)
+        if now != seen:
+            seen, moved = now, time.monotonic()
+        assert time.monotonic() - moved < STALL, (
+            f"{what}: no progress for {STALL} s (last seen: {seen})")
         time.sleep(0.2)
-        at.run()
+        if rerun:
+            at.run()
     return at
 
 
-def run(at, timeout: float = 300):
-    return finish(run_button(at).click().run(), timeout)
+def finish(at, key: str = "job"):
+    """Rerun the page until the background run (or sweep) has ended."""
+    return wait_until(at, lambda a: key not in a.session_state, f"the {key} to end", key)
+
+
+def run(at):
+    return finish(run_button(at).click().run())
 
 
 def set_param(at, method: str, name: str, value):
     at.number_input(key=f"param:{method}:{name}").set_value(value).run()
+
+
+def number(text: str) -> float:
+    """A number as the app prints it ('1.5e42', '46,341', '5.591e+04')."""
+    return float(text.replace(",", ""))
 
 
 def test_starts_on_the_bundled_sample(app):
@@ -135,6 +175,9 @@ def test_uploaded_table_learns_its_domains_privately(app):
     page = release_report(finished.record.release(), finished.record.synthetic)
     assert "Release report: independent" in page and "Uses the real data" not in page
     assert "rows: 600 synthetic rows from 600 private rows" in texts(app)  # the checklist
+    # what the browser test of this flow used to check: the checklist and the steward's part
+    assert "**Release checklist**" in texts(app) and "**For you only, not for release**" in \
+        texts(app)
 
 
 def test_a_failed_utility_check_keeps_the_release(app):
@@ -198,6 +241,7 @@ def test_dpselect_ga_engine_from_the_app(app):
     app.selectbox[0].set_value("dpselect").run()
     app.selectbox(key="param:dpselect:engine").set_value("ga").run()
     app.number_input(key="param:dpselect:generations").set_value(3).run()
+    # N_g·N_s + 1 selections (the DP simple GA, Algorithm 4.1) with N_s = 10 parents by default
     assert any("31 selections per section" in m.value for m in app.markdown)  # the preview
     assert app.number_input(key="composition-steps:dpselect:31").value == 3 * 10 + 1
     set_param(app, "dpselect", "epochs", 1.0)
@@ -225,20 +269,36 @@ def test_gsd_runs_from_the_app_with_live_rounds(app):
 def test_composition_explorer_follows_the_steps(app):
     app.switch_page(SYNTH).run()
     app.selectbox[0].set_value("dpselect").run()
-    picks = -(-(5 * 5000 // 6) // 5)  # DP-Select's picks per section
-    steps = app.number_input(key=f"composition-steps:dpselect:{picks}")
-    assert steps.value == picks
+    # the explorer starts at the selections DP-Select plans for the rows it will be given: the
+    # bundled sample less the held-out test sixth, at the page's budget
+    table, schema = load_sample()
+    rows = given(table)
+    assert f"the row count ({rows:,})" in texts(app)
+    delta = app.number_input[0].value
+    (select,) = [s for s in make("dpselect", {}).preview(rows, schema, Budget(1.0, delta))
+                 if s.stage == "select"]
+    steps = app.number_input(key=f"composition-steps:dpselect:{select.event.count}")
+    assert steps.value == select.event.count
 
     def per_step() -> dict:
         frame = app.dataframe[-1].value
         return dict(zip(frame["theorem"], frame["ε per step"].astype(float), strict=True))
 
+    def package(count: int) -> dict:  # the package's own theorems at the page's ε and δ
+        return {k: float(v[0]) for k, v in explore(1.0, delta, [count]).items()}
+
     before = per_step()
     assert max(before, key=before.get).startswith("bounded range")
+    assert sorted(before.values()) == pytest.approx(
+        sorted(package(select.event.count).values()), rel=5e-3)  # shown to 3 figures
+    # the whole budget over the same count allows more per step than the selection's share
+    assert before[next(k for k in before if k.startswith("bounded range"))] > \
+        select.event.epsilon
     steps.set_value(10).run()
     after = per_step()
     assert not app.exception and all(after[k] > before[k] for k in before)
     assert after["basic"] == pytest.approx(0.1)  # ε = 1 over 10 steps
+    assert sorted(after.values()) == pytest.approx(sorted(package(10).values()), rel=5e-3)
 
 
 def test_the_preview_follows_the_budget_split(app):
@@ -254,12 +314,23 @@ def test_the_preview_follows_the_budget_split(app):
         chart = next(c for c in app.get("plotly_chart") if "Planned split" in c.proto.spec)
         return {bar["name"]: bar["x"][0] for bar in json.loads(chart.proto.spec)["data"]}
 
+    table, schema = load_sample()
+    rows, delta = given(table), app.number_input[0].value
+
+    def package(gan_share: float) -> float:  # the package's plan for the same inputs
+        model = make("dpselect", {"gan_share": gan_share})
+        (select,) = [s for s in model.preview(rows, schema, Budget(1.0, delta))
+                     if s.stage == "select"]
+        return select.event.epsilon
+
     before, split = per_pick(), planned()
-    assert split == pytest.approx({"gan": 0.2, "select": 0.8})
+    assert split == pytest.approx({"gan": 0.2, "select": 0.8})  # gan_share's default, 0.2
+    assert before == pytest.approx(package(0.2), rel=5e-3)  # shown to 3 figures
     next(s for s in app.slider if s.label.startswith("Share of the method's ε for gan")) \
         .set_value(0.5).run()
     assert planned() == pytest.approx({"gan": 0.5, "select": 0.5})
     assert per_pick() < before  # less ε left for selection: a smaller per-pick ε
+    assert per_pick() == pytest.approx(package(0.5), rel=5e-3)
     assert "runs" not in app.session_state or not app.session_state["runs"]  # nothing spent
 
 
@@ -278,13 +349,10 @@ def test_cancel_stops_the_run_and_keeps_earlier_ones(app):
     set_param(app, "dpgan", "epochs", 1000.0)
     run_button(app).click().run()
     assert app.session_state["job"].status == "running"
-    deadline = time.monotonic() + 60
-    while not any(b.label == "Cancel" for b in app.button):
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
-        app.run()
+    wait_until(app, lambda a: any(b.label == "Cancel" for b in a.button),
+               "the Cancel button to appear")
     next(b for b in app.button if b.label == "Cancel").click().run()
-    finish(app, timeout=120)  # an event with a generous limit: speed lives in benchmarks/
+    finish(app)  # an event with a generous limit: speed lives in benchmarks/
     warning = next(w.value for w in app.warning if "was cancelled" in w.value)
     # DP-SGD is charged before its first step, so the stopped run's ledger shows what ran
     assert "nothing was released" in warning and "had spent ε = " in warning
@@ -362,8 +430,11 @@ def test_declaring_a_domain_public_shows_and_rounds_what_it_publishes(app):
                for w in app.warning)
     next(b for b in app.button if b.label.startswith("Round the public bounds")).click().run()
     assert not app.exception and not app.error
-    assert "**age**: whole numbers in [10, 70]" in texts(app)
-    assert "**salary**: whole numbers in [3000, 3500]" in texts(app)
+    # widened outward, strictly beyond the table's extremes, to the package's round values
+    for name, (low, high) in {"age": (18, 67), "salary": (3100, 3399)}.items():
+        shown = re.search(rf"\*\*{name}\*\*: whole numbers in \[(\S+), (\S+)\]", texts(app))
+        lower, upper = float(shown[1]), float(shown[2])
+        assert lower < low and upper > high and (lower, upper) == nice_bounds(low, high)
     assert not any("the table's minimum" in w.value for w in app.warning)
 
 
@@ -382,19 +453,54 @@ def test_load_a_schema_file_on_the_data_page(app):
     assert "1 column domains are data-derived (region)" in texts(app)  # kept
 
 
+# Pierquin et al.'s Table 2 as printed (ε = 1, d = 2, δ = 1/4, γ = 1/8): k·m^¾ at most, m_lo;
+# and their Table 1's p (../shared/notes/private-sampling.md §2.2-2.3)
+TABLE_2 = {"Asia": (7.3e-4, 2.2e10, 8), "Mushroom": (1.1e-49, 5.3e72, 119),
+           "Car": (2.9e-8, 1.4e16, 25), "Adult": (9.5e-27, 1.5e42, 62)}
+
+
+def two_figures(shown: float, printed: float) -> bool:
+    """``shown`` rounds to the paper's two significant figures (the notes' recomputation
+    reproduces every Table 2 entry to two figures)."""
+    return f"{shown:.1e}" == f"{printed:.1e}"
+
+
 def test_feasibility_page_checks_the_papers_datasets_and_the_ideal_cube(app):
     app.switch_page(FEASIBILITY).run()
     assert not app.exception
-    app.selectbox(key="fz:preset").set_value("Adult").run()
-    metrics = {m.label: m.value for m in app.metric}
-    assert metrics["m_lo"] == "1.5e42" and metrics["k allowed (Thm 4.1)"] == "2.3e-58"
-    assert app.error and app.error[0].value.startswith("Not feasible")
-    app.toggle[0].set_value(True).run()  # paper mode: the constants of eq. (3)
-    assert any("5.591e+04" in c.value and "0.009667" in c.value for c in app.caption)
-    assert {m.label: m.value for m in app.metric}["C(p,≤d)"] == "1,953"  # ∅ left out
+    app.toggle[0].set_value(True).run()  # paper mode: C(p,≤d) without ∅, eq. (3)'s constants
+    constants = re.search(r"constants are (\S+) \(m_lo.*?, (\S+) \(k.*? and (\S+) \(the ideal",
+                          next(c.value for c in app.caption if "constants are" in c.value))
+    c_m, c_k, c_ideal = (number(x) for x in constants.groups())
+    # the notes' derivation at δ = 1/4, γ = 1/8: 16·δ⁻²·γ⁻¹·e⁴/2 and (1/4)^{3/2}·2^{1/4}/(4√2·e),
+    # which the paper prints as 5.6·10⁴ and 9.7·10⁻³ (and 2.7·10⁻⁶ for the ideal cube)
+    assert c_m == pytest.approx(16 * 16 * 8 * math.e**4 / 2, rel=1e-3)
+    assert c_k == pytest.approx(0.25**1.5 * 2**0.25 / (4 * math.sqrt(2) * math.e), rel=1e-3)
+    assert c_ideal == pytest.approx(2.6588e-6, rel=1e-3)
+    assert two_figures(c_m, 5.6e4) and two_figures(c_k, 9.7e-3) and two_figures(c_ideal, 2.7e-6)
+    for name, (k_printed, m_printed, p) in TABLE_2.items():
+        app.selectbox(key="fz:preset").set_value(name).run()
+        metrics = {m.label: number(m.value) for m in app.metric}
+        assert metrics["C(p,≤d)"] == p * (p + 1) // 2  # degree 1 and 2 subsets, ∅ left out
+        assert two_figures(metrics["m_lo"], m_printed), (name, metrics)
+        at_m_1 = number(re.search(r"k·m\^¾ ≤ (\S+?)\. ",
+                                  next(c.value for c in app.caption if "k·m^¾" in c.value))[1])
+        assert two_figures(at_m_1, k_printed), (name, at_m_1)
+        # Theorem 4.1 at m = m_lo: k·m^¾ is fixed, so k = (its bound)/m_lo^¾ (to the 2 figures
+        # the page shows), far below one sample
+        k_allowed = metrics["k allowed (Thm 4.1)"]
+        assert k_allowed == pytest.approx(at_m_1 / metrics["m_lo"] ** 0.75, rel=0.1)
+        assert k_allowed < 1 and app.error[0].value.startswith("Not feasible")
+    # the figures are drawn, one per tab (what the browser test of a preset used to check)
+    assert [t.label for t in app.tabs][:3] == ["Figure 1: k against p", "The m range",
+                                               "Datasets (Table 2)"]
+    assert len(app.get("plotly_chart")) >= 4
+    app.toggle[0].set_value(False).run()  # the exact count C(p,≤d) includes ∅
+    assert {m.label: number(m.value) for m in app.metric}["C(p,≤d)"] == 62 * 63 // 2 + 1
     frame = app.dataframe[0].value
     assert set(frame["holds"]) == {"✅", "❌"} and len(frame) >= 7
-    # the ideal cube first meets every condition at p = 119 (d = 2, δ = 1/4, γ = 1/8)
+    # the ideal cube first meets every condition at p = 119 (d = 2, δ = 1/4, γ = 1/8): the
+    # notes' feasibility frontier
     app.selectbox(key="fz:preset").set_value("Ideal cube, n = 2^p").run()
     app.number_input(key="fz:p").set_value(118).run()
     assert app.error and not app.success
@@ -435,7 +541,7 @@ def test_tradeoffs_page_runs_a_sweep_and_keeps_it(app):
     app.multiselect[1].set_value([0.5, 2.0]).run()
     app.number_input[0].set_value(1).run()
     next(b for b in app.button if b.label == "Run the sweep").click().run()
-    finish(app, 240, "sweep_job")
+    finish(app, "sweep_job")
     assert not app.exception and not app.error
     assert any(s.value == "2 runs" for s in app.subheader)
     assert len(app.get("plotly_chart")) >= 2
@@ -446,7 +552,8 @@ def test_tradeoffs_page_runs_a_sweep_and_keeps_it(app):
     app.switch_page(SYNTH).run()
     app.switch_page(TRADEOFFS).run()  # cached for the session: back at once, nothing reruns
     assert any(s.value == "2 runs" for s in app.subheader) and "sweep_job" not in app.session_state
-    fresh = AppTest.from_file(APP, default_timeout=120)  # a new session on the same table
+    # a new session on the same table
+    fresh = AppTest.from_file(APP, default_timeout=SCRIPT_TIMEOUT)
     fresh.run().switch_page(TRADEOFFS).run()
     fresh.multiselect[0].set_value(["independent"]).run()
     fresh.multiselect[1].set_value([0.5, 2.0]).run()
@@ -460,12 +567,10 @@ def test_a_cancelled_sweep_keeps_its_finished_runs(app):
     app.multiselect[0].set_value(["independent"]).run()
     app.multiselect[1].set_value([0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]).run()
     next(b for b in app.button if b.label == "Run the sweep").click().run()
-    deadline = time.monotonic() + 120
-    while not app.session_state["sweep_job"].rows:  # wait for the first finished run
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    wait_until(app, lambda a: a.session_state["sweep_job"].rows, "the sweep's first run",
+               "sweep_job", rerun=False)
     app.session_state["sweep_job"].cancel()  # what the Cancel button does
-    finish(app, 240, "sweep_job")
+    finish(app, "sweep_job")
     assert not app.exception
     assert any("The sweep was stopped" in w.value for w in app.warning)
     kept = app.dataframe[-1].value

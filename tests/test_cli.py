@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from synth.data import sample_paths
+from synth.methods import make
 from synth.schema import Schema
 
 from .conftest import ADULT, REPO
@@ -17,7 +18,7 @@ from .conftest import ADULT, REPO
 
 def synth(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "synth", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd or REPO, timeout=300)
+                          text=True, cwd=cwd or REPO, timeout=1800)  # a hang, not a slow run
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +79,10 @@ def test_infer_run_evaluate_round_trip(tmp_path, adult_files):
     assert len(lines) == 1
     figures = json.loads(lines[0])
     assert {"accuracy", "macro_f1", "majority", "tvd1", "tvd2", "real_accuracy"} <= set(figures)
-    assert figures["majority"] == pytest.approx(0.7575, abs=1e-3)
+    # the majority-class baseline is the test table's most frequent income, read here
+    test_income = pd.read_csv(adult_files / "adult_test.csv")["income"]
+    assert figures["majority"] == pytest.approx(test_income.value_counts(normalize=True).max())
+    assert 0.7 < figures["majority"] < 0.8  # Adult's ~75 % of incomes ≤50K (notes, thesis §4)
 
 
 def test_run_with_data_derived_domains_and_a_share(tmp_path):
@@ -208,7 +212,7 @@ def test_an_interrupted_run_writes_what_it_spent_and_releases_nothing(tmp_path):
         while "step" not in seen and (char := proc.stderr.read(1)):
             seen += char
         proc.send_signal(signal.SIGINT)  # what Ctrl-C sends
-        rest = proc.communicate(timeout=120)[1]
+        rest = proc.communicate(timeout=1800)[1]  # a hang, not a slow shutdown
     finally:
         proc.kill()
     assert proc.returncode == 130
@@ -217,7 +221,9 @@ def test_an_interrupted_run_writes_what_it_spent_and_releases_nothing(tmp_path):
     assert record["status"].startswith("cancelled") and "nothing was released" in record["status"]
     (entry,) = record["entries"]
     assert entry["status"].startswith("stopped early")
-    assert entry["event"]["steps"] < 500 * 40  # settled to the steps that ran
+    # settled to the steps that ran: fewer than the package plans for 500 epochs on this table
+    planned = make("dpgan", {"epochs": 500}).plan(len(pd.read_csv(table)), 1.0, 1e-5)
+    assert entry["event"]["steps"] < planned.steps  # 0 when stopped before the first step
     assert record["total_epsilon"] < 1.0
 
 

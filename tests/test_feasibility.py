@@ -109,7 +109,7 @@ def test_bad_settings_are_named(kwargs, message):
 def test_cli_prints_every_bound_as_json():
     res = subprocess.run([sys.executable, "-m", "synth", "feasibility", "--p", "25", "--n",
                           "1727", "--fn-inf", str(1 / 1727), "--paper-mode", "--k", "1"],
-                         capture_output=True, text=True, timeout=60)
+                         capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["feasible"] is False and out["shown"]["k_hi_at_m_1"] == "2.9e-8"
@@ -117,5 +117,5 @@ def test_cli_prints_every_bound_as_json():
     failing = {c["name"] for c in out["conditions"] if not c["holds"]}
     assert "k ≤ k_hi (privacy)" in failing and "0 < δ < Δ" not in failing
     bad = subprocess.run([sys.executable, "-m", "synth", "feasibility", "--p", "25",
-                          "--distinct"], capture_output=True, text=True, timeout=60)
+                          "--distinct"], capture_output=True, text=True, timeout=600)
     assert bad.returncode == 2 and bad.stderr.startswith("error: --n is required")

@@ -21,7 +21,6 @@ from synth.methods.gsd.projection import loss_of, project
 from synth.methods.gsd.queries import BOUND_ATOM, QUERY_CLASSES, Prefixes, Space, build, plan_size
 from synth.privacy.audit import epsilon_lower_bound, event_counts
 from synth.privacy.budget import Budget
-from synth.privacy.composition import dp_to_zcdp, zcdp_to_dp
 from synth.privacy.events import Exponential, Gaussian
 from synth.privacy.mechanisms import replayable_noise
 from synth.schema import Column, Schema, infer_schema
@@ -235,28 +234,48 @@ def fitted(small):
     return model, events
 
 
+def zcdp_events_epsilon(events, delta: float) -> float:
+    """ε at δ of ``events`` by dp-accounting's RDP accountant: Gaussians by their noise
+    multiplier σ/Δ₂, each exponential-mechanism pick as ε²/8-zCDP (Cesar–Rogers 2021); not the
+    package's own zCDP bookkeeping and conversion."""
+    from dp_accounting import dp_event, rdp
+
+    accountant = rdp.RdpAccountant(orders=list(np.linspace(1.01, 400, 40_000)))
+    for e in events:
+        if isinstance(e, Gaussian):
+            accountant.compose(dp_event.GaussianDpEvent(e.sigma / e.sensitivity))
+        else:
+            accountant.compose(dp_event.ZCDpEvent(rho=e.epsilon**2 / 8), e.count)
+    return accountant.get_epsilon(delta)
+
+
 def test_budget_split_and_ledger(fitted, small):
     model, events = fitted
     frame = small[0]
     n = len(frame)
-    rho = dp_to_zcdp(1.0, 1e-6)
-    rho_call = rho / (2 * 3 * 2)
     entries = model.ledger_.entries
     # per round: one selection of 2 workloads, then one Gaussian per measured workload
     assert [type(e.event) for e in entries] == [Exponential, Gaussian, Gaussian] * 3
     picks = [e.event for e in entries if isinstance(e.event, Exponential)]
+    gaussians = [e.event for e in entries if isinstance(e.event, Gaussian)]
     assert all(p.count == 2 and p.sensitivity == pytest.approx(1 / n) for p in picks)
+    # every call (a pick or a measurement) gets the same share of ρ
+    rho_call = gaussians[0].rho
     assert all(p.epsilon ** 2 / 8 == pytest.approx(rho_call) for p in picks)
-    assert all(e.event.rho == pytest.approx(rho_call) for e in entries
-               if isinstance(e.event, Gaussian))
+    assert all(g.rho == pytest.approx(rho_call) for g in gaussians)
+    # accounted independently, the run costs its whole (1, 1e-6) and no more: 1 % more ρ per
+    # call would overspend
+    assert zcdp_events_epsilon([e.event for e in entries], 1e-6) == pytest.approx(1.0, abs=1e-4)
+    louder = [Gaussian(g.sigma / math.sqrt(1.01), g.sensitivity) for g in gaussians] + [
+        Exponential(p.epsilon * math.sqrt(1.01), p.sensitivity, p.count) for p in picks]
+    assert zcdp_events_epsilon(louder, 1e-6) > 1.0
     assert model.ledger_.total_epsilon == pytest.approx(1.0, abs=1e-9)
     assert model.ledger_.total_epsilon <= 1.0 + 1e-9 and model.ledger_.total_delta == 1e-6
-    # each prefix of the ledger is the conversion of the ρ spent so far
+    # the ledger's running total after each entry is what those entries cost together
     for i in range(len(entries)):
         so_far = sum(x.epsilon for x in entries[:i + 1])
-        spent = 2 * rho_call * sum(1 if isinstance(x.event, Gaussian) else 2
-                                   for x in entries[:i + 1]) / 2
-        assert so_far == pytest.approx(zcdp_to_dp(spent, 1e-6), abs=1e-9)
+        assert so_far == pytest.approx(
+            zcdp_events_epsilon([x.event for x in entries[:i + 1]], 1e-6), abs=1e-4)
     for e in entries:
         if isinstance(e.event, Gaussian):  # Δ₂ = √(2·partitions)/n under replacement
             sens = math.sqrt(2) if "cat2" in e.description else math.sqrt(10)
@@ -281,7 +300,9 @@ def test_one_shot_measures_every_workload_once(small):
     model.fit(frame, schema, Budget(2.0, 1e-6, {QUERIES: 1.0}), FitContext(postprocessing_seed=1))
     entries = model.ledger_.entries
     assert len(entries) == len(model.measured_) == 3 + 7
-    assert all(e.event.rho == pytest.approx(dp_to_zcdp(2.0, 1e-6) / 10) for e in entries)
+    rhos = [e.event.rho for e in entries]
+    assert rhos == pytest.approx([rhos[0]] * 10)  # the same share for each
+    assert zcdp_events_epsilon([e.event for e in entries], 1e-6) == pytest.approx(2.0, abs=1e-4)
 
 
 @pytest.mark.parametrize("queries", QUERY_CLASSES)
@@ -337,7 +358,8 @@ def test_preview_matches_what_the_fit_records(fitted, small):
     model, _ = fitted
     frame, schema = small
     pick, measure = model.preview(len(frame), schema, Budget(1.0, 1e-6, {QUERIES: 1.0}))
-    rho_call = dp_to_zcdp(1.0, 1e-6) / 12
+    # the fit's measurements: 3 rounds × 2 workloads, each at the ρ per call it charged
+    rho_call = next(e.event.rho for e in model.ledger_.entries if isinstance(e.event, Gaussian))
     assert f"{rho_call:.3g}" in measure.scale
     assert "3 rounds × 2 of 10 workloads" in measure.meaning
     # the preview's events are the events the fit charges: its selection, and a measurement

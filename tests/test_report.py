@@ -19,7 +19,7 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 def synth(*args, cwd):
     return subprocess.run([sys.executable, "-m", "synth", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd, timeout=300)
+                          text=True, cwd=cwd, timeout=1800)  # a hang, not a slow run
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +79,7 @@ def test_report_opens_in_the_browser(reports):
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto((reports / "full.html").as_uri())
-        page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+        page.locator(".js-plotly-plot").first.wait_for(timeout=300_000)  # generous: a loaded CI
         assert page.locator(".js-plotly-plot").count() >= 3
         assert page.get_by_text("Real against synthetic").count() == 1
         browser.close()
