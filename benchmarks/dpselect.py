@@ -124,14 +124,14 @@ def main() -> None:
     args = parser.parse_args()
 
     from synth.data import read_table
-    from synth.evaluation import tree_utility
+    from synth.evaluation import baselines as reference
     from synth.protocol import adult_schema, protocol_split
 
     table = read_table(args.adult)
     train, _, test = protocol_split(table)
     schema = adult_schema(table)
-    baselines = {"majority": float(test["income"].value_counts(normalize=True).max()),
-                 "real tree": tree_utility(train, test, schema)["accuracy"]}
+    scores = reference(train, test, schema)
+    baselines = {"majority": scores["majority"], "real tree": scores["real_accuracy"]}
 
     runs = []
     jobs = [(m, e, s) for e in args.epsilons for m in args.methods for s in range(args.seeds)]

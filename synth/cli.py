@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from synth import declarations, runs
+from synth.checklist import release_checklist
 from synth.data import DEFAULT_MAX_BYTES, read_table
 from synth.errors import Cancelled, DataError, ParameterError, SynthError, check_positive
 from synth.methods import METHODS, FitContext, Progress, Spent, StageStarted, parse_settings
@@ -195,7 +196,7 @@ def cmd_run(args: argparse.Namespace) -> int:
           file=sys.stderr)
     print("release checklist (read off your private table: for you, not for release):",
           file=sys.stderr)
-    for check in record.checklist:
+    for check in release_checklist(table, record.synthetic, record.schema):
         print(f"  {'WARNING' if check.warn else 'note'}: {check.text}", file=sys.stderr)
     return 0
 

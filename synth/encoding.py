@@ -29,10 +29,14 @@ def cell_index(codes: np.ndarray, sizes: np.ndarray, columns: Sequence[int] | No
     that broadcasts against ``codes`` (one marginal per leading index, as GSD's slots). The
     result, int64 of shape ``codes.shape[:-1]``, is exact: c_1·s_2·…·s_k + … + c_k.
     """
-    codes, sizes = np.asarray(codes), np.asarray(sizes)
+    codes, sizes = np.asarray(codes), np.asarray(sizes, dtype=np.int64)
     if columns is not None:
         columns = list(columns)
         codes, sizes = codes[..., columns], sizes[..., columns]
+    cells = np.prod(sizes.astype(float), axis=-1)
+    if np.size(cells) and np.max(cells) >= 2.0**63:
+        raise SchemaError(f"a marginal of {np.max(cells):.3g} cells is too large to count; "
+                          "use fewer columns or fewer bins")
     out = np.zeros(codes.shape[:-1], dtype=np.int64)
     for t in range(codes.shape[-1]):
         out = out * sizes[..., t] + codes[..., t]

@@ -10,6 +10,7 @@ hold-out rule: the measuring protocol's test sixth, never shown to the method.
 from __future__ import annotations
 
 import json
+import logging
 import shlex
 import time
 from collections.abc import Mapping
@@ -24,6 +25,8 @@ from synth.methods import FitContext, Synthesizer, make
 from synth.privacy.budget import Budget, default_delta, merge_shares
 from synth.protocol import protocol_split
 from synth.schema import Schema
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # scikit-learn comes with evaluation: only a run that measures pays for it
     from synth.evaluation import Fidelity
@@ -66,7 +69,7 @@ class RunRecord:
     timings: dict[str, float] = field(default_factory=dict)  # wall seconds per stage
     fidelity: Fidelity | None = None  # against the rows synthesized, when measured
     scores: dict[str, Any] = field(default_factory=dict)  # utility, or {"error": message}
-    checklist: list[Check] = field(default_factory=list)
+    checklist: list[Check] = field(default_factory=list)  # when measured
 
     def figures(self) -> dict[str, Any]:
         """The measuring protocol's figures (as :func:`synth.evaluation.evaluate` gives them,
@@ -90,15 +93,16 @@ class RunRecord:
 
 
 class Run:
-    """A configured run: the model and budget are made (and their parameters checked) at
-    once; nothing is read or spent until it is called."""
+    """A configured run: the model and budget are made, and every parameter and share
+    checked, at once; nothing is read or spent until it is called."""
 
     def __init__(self, method: str, schema: Schema, epsilon: float, delta: float,
                  params: Mapping[str, Any] | None = None,
                  shares: Mapping[str, float] | None = None,
                  postprocessing_seed: int | None = None):
         self.model: Synthesizer = make(method, params)
-        self.method, self.given = method, dict(params or {})
+        checked = self.model.check_params()  # plain values: the command is JSON
+        self.method, self.given = method, {k: checked[k] for k in params or {}}
         self.budget = self.model.budget_for(Budget(epsilon, delta, merge_shares(
             self.model.default_shares(schema), dict(shares or {}))), schema)
         self.postprocessing_seed = postprocessing_seed
@@ -118,14 +122,15 @@ class Run:
                  ctx: FitContext | None = None, rows: int | None = None,
                  measure: bool = True) -> RunRecord:
         """Fit on ``table``, sample ``rows`` (default: as many), and with ``measure`` compare
-        the sample with ``table`` (fidelity, checklist) and ``test`` (utility). A failed
-        measurement is recorded in ``scores``; it never costs the caller the release."""
+        the sample with ``table`` (fidelity, the checklist) and ``test`` (utility). A failed
+        measurement is recorded in ``scores`` (or the checklist); it never costs the caller
+        the release, which is paid for by then."""
         ctx = FitContext(postprocessing_seed=self.postprocessing_seed) if ctx is None else ctx
         started = time.perf_counter()
         model = self.model.fit(table, schema, self.budget, ctx)
         fit_seconds = time.perf_counter() - started
         synthetic = model.sample(rows)
-        fidelity, scores = None, {}
+        fidelity, scores, checklist = None, {}, []
         if measure:
             from synth.evaluation import marginal_tvd, utility
 
@@ -133,14 +138,25 @@ class Run:
                 fidelity = marginal_tvd(table, synthetic, schema)
                 if test is not None and not test.empty and schema.target is not None:
                     scores = utility(test, synthetic, schema, real_train=table)
-            except SynthError as exc:
-                scores = {"error": str(exc)}
-        checklist = release_checklist(table, synthetic, model.schema_)
+            except Exception as exc:  # the release is paid for: keep it
+                scores = {"error": _said(exc)}
+            try:
+                checklist = release_checklist(table, synthetic, model.schema_)
+            except Exception as exc:
+                checklist = [Check("checklist", f"could not be made: {_said(exc)}", warn=True)]
         return RunRecord(
             self.method, model.get_params(), self.budget.epsilon, self.budget.delta,
             dict(self.budget.shares), self.postprocessing_seed, self.command, model.schema_,
             model.ledger_.to_dict(), synthetic, time.perf_counter() - started, fit_seconds,
             dict(model.timings_), fidelity, scores, checklist)
+
+
+def _said(exc: Exception) -> str:
+    """A failure in words: ours as they are, a bug logged for us and named."""
+    if isinstance(exc, SynthError):
+        return str(exc)
+    log.exception("measuring a finished run failed")
+    return f"unexpected {type(exc).__name__}: {exc}"
 
 
 def run(table: pd.DataFrame, schema: Schema, method: str, epsilon: float,

@@ -5,10 +5,12 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from synth.encoding import cell_index, marginal
+from synth.errors import SchemaError
 
 
 @st.composite
@@ -61,3 +63,8 @@ def test_weights_and_per_slot_sizes():
     slots = np.stack([codes, codes[:, ::-1]], axis=1)
     got = cell_index(slots, np.array([[2, 3], [3, 2]]))
     assert got.tolist() == [[1, 2], [5, 5], [5, 5]]
+
+
+def test_a_marginal_too_large_to_index_is_refused():
+    with pytest.raises(SchemaError, match="too large to count"):  # 3^64 cells: int64 wraps
+        cell_index(np.zeros((2, 64), dtype=int), np.full(64, 3))

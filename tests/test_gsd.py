@@ -366,6 +366,6 @@ def test_preview_matches_what_the_fit_records(fitted, small):
     # at the same ρ (its σ is the widest workload's)
     assert pick.event in {e.event for e in model.ledger_.entries}
     assert measure.event.rho == pytest.approx(rho_call)
-    (bad,) = make("gsd", {"rounds": 50}).preview(len(frame), schema,
-                                                 Budget(1.0, 1e-6, {QUERIES: 1.0}))
-    assert bad.scale == "impossible" and "exceeds" in bad.meaning
+    with pytest.raises(ParameterError, match="rounds × per_round = 50 exceeds the 10"):
+        make("gsd", {"rounds": 50}).preview(len(frame), schema,  # refused as the fit would
+                                            Budget(1.0, 1e-6, {QUERIES: 1.0}))

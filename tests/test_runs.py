@@ -6,6 +6,7 @@ import json
 import shlex
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from synth.cli import build_parser
@@ -52,6 +53,12 @@ def test_a_record_is_the_release_and_the_stewards_measurements(sample):
     assert (args.method, args.epsilon, args.delta, args.postprocessing_seed) == (
         "independent", 1.0, 1e-6, 3)
     assert params == {"bins": 8} and shares == record.shares
+
+
+def test_numpy_parameters_make_a_run_and_its_command(sample):
+    table, schema = sample
+    record = run(table.iloc[:300], schema, "independent", 1.0, params={"bins": np.int64(8)})
+    assert "bins=8" in record.command and record.params["bins"] == 8
 
 
 def test_a_stopped_run_shows_what_it_spent_and_releases_nothing(sample):

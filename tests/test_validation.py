@@ -140,8 +140,8 @@ def test_a_fit_with_numpy_parameters_releases(sample):
         assert model.ledger_.total_epsilon <= 1.0 + 1e-9
 
 
-def test_cross_parameter_rules_stay_explicit(sample):
-    table, schema = sample
+def test_cross_parameter_rules_stay_explicit(private):
+    table, schema = private  # domains learned privately: a late refusal would find them paid
     for method, params, message in [
         ("dpselect", {"parents": 300}, r"parents \(N_s=300\) cannot exceed the population"),
         ("dpselect", {"engine": "ga", "distance": "l2"}, "l1 distance only"),
@@ -151,11 +151,22 @@ def test_cross_parameter_rules_stay_explicit(sample):
         ("gsd", {"mutations": 0, "crossovers": 0}, r"mutations \+ crossovers must be ≥ 1"),
         ("gsd", {"queries": "cat2+cat9"}, "queries must be classes joined by '\\+'"),
         ("private_sampling", {"Delta": 1.001}, r"Delta must be a number ≥ 1 \+ accuracy_delta"),
+        ("gsd", {"rows": 10**12}, r"rows = 1,000,000,000,000 would need about"),
+        ("gsd", {"rounds": 10**6}, r"rounds × per_round = 1000000 exceeds the \d+ workloads"),
+        ("dpselect", {"pool_multiplier": 10**10}, "pool_multiplier × rows = .* would need"),
     ]:
         model = make(method, params)
         with pytest.raises(ParameterError, match=message):
             model.fit(table, schema, Budget(1.0, 1e-5))
         assert model.ledger_.entries == []
+
+
+def test_whole_floats_reach_the_method_as_integers(sample):
+    table, schema = sample[0].iloc[:300], sample[1]
+    model = make("gsd", {"rows": 100.0, "rounds": np.float64(2), "max_generations": 50})
+    model.fit(table, schema, Budget(1.0, 1e-5))  # JSON's 100.0: range(), numpy and torch
+    assert type(model.rows) is int and type(model.rounds) is int  # take integers only
+    assert model.get_params()["rows"] == 100
 
 
 # ---- the CLI's --set reads the declared types ----------------------------------------------

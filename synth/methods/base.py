@@ -189,17 +189,21 @@ class Synthesizer:
         rest = 1 - domain_share
         return {DOMAIN: domain_share, **{k: v * rest for k, v in self.stages.items()}}
 
-    def check_params(self, n: int | None = None) -> dict[str, Any]:
+    def check_params(self, n: int | None = None, schema: Schema | None = None
+                     ) -> dict[str, Any]:
         """Every parameter checked against its declared :class:`~synth.validation.Param`
         (``params``), then the rules that tie several together (:meth:`_check_rules`; those
-        that need the table's row count only when ``n`` is given). Refuses the first bad one
-        by name; returns the values as plain Python values, leaving the attributes as given."""
+        that need the row count or the model-space schema only when given). Refuses the
+        first bad one by name; returns the values as plain Python values, leaving the
+        attributes as given."""
         values = check_all(self.get_params(), self.params)
-        self._check_rules(values, n)
+        self._check_rules(values, n, schema)
         return values
 
-    def _check_rules(self, values: dict[str, Any], n: int | None) -> None:
-        """Rules between parameters, or between a parameter and the row count ``n``."""
+    def _check_rules(self, values: dict[str, Any], n: int | None,
+                     schema: Schema | None) -> None:
+        """Rules between parameters, or between a parameter and the row count ``n`` or the
+        model-space ``schema`` (public facts: column count and kinds)."""
 
     def budget_for(self, budget: Budget, schema: Schema) -> Budget:
         """``budget`` as this method spends it: the default single share (``"all"``) becomes
@@ -233,8 +237,8 @@ class Synthesizer:
         """The noise every stage would use for an ``n``-row table: no data is read, so the
         trade-offs of a budget split can be shown before anything is spent."""
         n = check_int(n, "n (rows)")
-        self.check_params(n)
         check_schema(schema)
+        self.check_params(n, missing.model_schema(schema))
         budget = self.budget_for(budget, schema)
         scales = []
         if not schema.releasable and DOMAIN in budget.shares:
@@ -258,10 +262,11 @@ class Synthesizer:
                                   Spent(e, self.ledger_.total_epsilon, self.ledger_.total_delta)))
         self.rng_ = np.random.default_rng(ctx.postprocessing_seed)  # post-processing only
         data = validate(table, schema)
-        values = self.check_params(len(data))  # before anything is spent: the ledger is empty
-        for name, value in self.get_params().items():  # numpy scalars as the Python numbers
-            if isinstance(value, np.generic):          # they hold: torch and JSON take those
-                setattr(self, name, values[name])
+        # before anything is spent (the ledger is empty), from public facts only
+        values = self.check_params(len(data), missing.model_schema(schema))
+        for name, value in self.get_params().items():  # as the plain Python values they hold
+            if type(value) is not type(values[name]):  # (np.int64(8), 64.0 for an integer):
+                setattr(self, name, values[name])      # torch and JSON take those
         if not schema.releasable:
             todo = sum(not c.releasable for c in schema)
             ctx.stage(DOMAIN, todo, "learning data-derived domains under DP")

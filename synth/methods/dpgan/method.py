@@ -36,8 +36,6 @@ GAN = "gan"
 MAX_SGD_EPSILON = 1e3  # DP-Select at ε = 1e4 (its GAN share 2,000) ran in 21 s; 2e5 hung
 
 
-
-
 class DPGAN(Synthesizer):
     """GAN with a DP-SGD critic and a latent-class mixture generator.
 
@@ -105,7 +103,7 @@ class DPGAN(Synthesizer):
         self.bins = bins
         self.exact_integers = exact_integers
 
-    def _check_rules(self, values: dict, n: int | None) -> None:
+    def _check_rules(self, values: dict, n: int | None, schema: Schema | None) -> None:
         if n is not None and values["batch_size"] >= n:
             raise ParameterError(f"batch_size ({values['batch_size']}) must be smaller than "
                                  f"the table ({n} rows)")

@@ -30,9 +30,10 @@ class Mixture(nn.Module):
         self.prior = nn.Parameter(torch.zeros(components))
         self.table = nn.Parameter(0.5 * torch.randn(components, sum(splits)))
 
-    def forward(self, count: int) -> torch.Tensor:
-        k = gumbel_onehot(self.prior.expand(count, -1), [len(self.prior)])
-        return gumbel_onehot(k @ self.table, self.splits)
+    def forward(self, count: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``count`` one-hot rows; their randomness from ``generator`` (torch's default: None)."""
+        k = gumbel_onehot(self.prior.expand(count, -1), [len(self.prior)], generator)
+        return gumbel_onehot(k @ self.table, self.splits, generator)
 
 
 def critic(width: int, hidden: int) -> nn.Sequential:
@@ -62,11 +63,13 @@ class PairLoss(nn.Module):
         return loss.sum() if self.reduction == "sum" else loss.mean()
 
 
-def gumbel_onehot(logits: torch.Tensor, splits: list[int]) -> torch.Tensor:
+def gumbel_onehot(logits: torch.Tensor, splits: list[int],
+                  generator: torch.Generator | None = None) -> torch.Tensor:
     """Straight-through Gumbel-softmax, one sample per block of columns: one-hot rows forward,
     the softmax's gradient back. One uniform draw serves every block (torch's own
     ``gumbel_softmax`` draws each block through ``exponential_``, a fifth of training time)."""
-    u = torch.rand_like(logits).clamp_(min=torch.finfo(logits.dtype).tiny)
+    u = torch.rand(logits.shape, generator=generator, dtype=logits.dtype,
+                   device=logits.device).clamp_(min=torch.finfo(logits.dtype).tiny)
     noisy = (logits - (-u.log()).log()) / TAU
     out = []
     for block in torch.split(noisy, splits, dim=1):

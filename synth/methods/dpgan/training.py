@@ -116,7 +116,12 @@ class _Training:
     def __init__(self, codes: np.ndarray, sizes: np.ndarray, event: PoissonSampledGaussian,
                  device: torch.device, rng: np.random.Generator, batch_size: int,
                  max_grad_norm: float, settings: GanSettings):
-        torch.manual_seed(int(rng.integers(2**63 - 1)))  # initialisation and fakes only
+        torch.manual_seed(int(rng.integers(2**63 - 1)))  # initialisation, generator steps
+        # the critic's fakes, one per real row of a Poisson batch, have their own stream: the
+        # batch sizes are the mechanism's secret, and must not shift the generator steps'
+        # draws (which the post-processing seed would then replay into the release)
+        self.fake_rng = torch.Generator(device=device)
+        self.fake_rng.manual_seed(int(rng.integers(2**63 - 1)))
         self.device, self.steps, self.fakes_per_step = device, event.steps, settings.generator_batch
         self.width = int(sizes.sum())
         self.generator = Mixture([int(s) for s in sizes], settings.components).to(device)
@@ -152,7 +157,7 @@ class _Training:
             reals = torch.zeros(len(idx), self.width, device=self.device).scatter_(
                 1, self.real[idx.to(self.device)], 1.0)
             with torch.no_grad():
-                fakes = self.generator(len(idx))
+                fakes = self.generator(len(idx), self.fake_rng)
             loss = self.criterion(self.critic(torch.stack([reals, fakes], dim=1)))
             loss.backward()
             self.critic_loss = loss.item()

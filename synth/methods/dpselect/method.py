@@ -130,13 +130,16 @@ class DPSelect(DPGAN):
         share = self.params["gan_share"].check(self.gan_share)
         return {GAN: share, SELECT: 1 - share}
 
-    def _check_rules(self, values: dict, n: int | None) -> None:
-        super()._check_rules(values, n)
+    def _check_rules(self, values: dict, n: int | None, schema: Schema | None) -> None:
+        super()._check_rules(values, n, schema)
         check_int(self._candidates, "candidates (T)")  # the default T is the pool multiplier
         check_settings(*(values[k] for k in GA_PARAMS))  # and parents ≤ population
         if n is not None and self._sections > n:
             raise ParameterError(f"sections (S={self._sections}) cannot exceed the table's "
                                  f"{n} rows")
+        if n is not None and schema is not None:  # the pool is held in memory
+            check_rows(math.ceil(values["pool_multiplier"] * n), len(schema),
+                       "pool_multiplier × rows")
         if values["engine"] == "ga" and values["distance"] != "l1":
             raise ParameterError(f"the ga engine scores outputs by the l1 distance only, got "
                                  f"distance={values['distance']!r}")
@@ -192,7 +195,6 @@ class DPSelect(DPGAN):
 
     def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
         n = len(data)
-        check_rows(math.ceil(self.pool_multiplier * n), len(schema), "pool_multiplier × rows")
         self.discretizer_ = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
         self.prior_, self.table_ = self._train_gan(self.discretizer_.codes(data), ctx)
 

@@ -102,7 +102,7 @@ class GSD(Synthesizer):
               help="Best tables kept from one generation to the next."),
         Param("max_generations", int, low=1, label="Generations per projection (at most)",
               help="A projection usually stops earlier, when its loss stops improving."),
-        Param("levels", int, low=1, label="Binary-tree levels",
+        Param("levels", int, low=1, high=16, label="Binary-tree levels",
               help="A numeric column is cut into 2 … 2^levels intervals for bt queries."),
         Param("random_queries", int, low=1, label="Random queries",
               help="How many random prefixes or halfspaces the prefix and halfspace classes "
@@ -137,15 +137,27 @@ class GSD(Synthesizer):
             return 1, workloads, rho / workloads
         rounds = default_rounds(epsilon) if self.rounds is None else int(self.rounds)
         s = int(self.per_round)
-        if rounds * s > workloads:
-            raise ParameterError(f"rounds × per_round = {rounds * s} exceeds the {workloads} "
-                                 "workloads of this query set; no workload is measured twice")
+        self._fits(rounds, s, workloads)
         return rounds, s, rho / (2 * rounds * s)
 
-    def _check_rules(self, values: dict, n: int | None) -> None:
-        parse_classes(values["queries"])
+    @staticmethod
+    def _fits(rounds: int, per_round: int, workloads: int) -> None:
+        if rounds * per_round > workloads:
+            raise ParameterError(f"rounds × per_round = {rounds * per_round} exceeds the "
+                                 f"{workloads} workloads of this query set; no workload is "
+                                 "measured twice")
+
+    def _check_rules(self, values: dict, n: int | None, schema: Schema | None) -> None:
+        classes = parse_classes(values["queries"])
         if values["mutations"] + values["crossovers"] == 0:
             raise ParameterError("mutations + crossovers must be ≥ 1")
+        if schema is None:
+            return
+        check_rows(values["rows"], len(schema), "rows")  # its synthetic table is in memory
+        workloads, _ = plan_size([c.kind == CATEGORICAL for c in schema], classes,
+                                 values["levels"], values["random_queries"])
+        if values["rounds"] is not None and not values["one_shot"]:
+            self._fits(values["rounds"], values["per_round"], workloads)
 
     def _preview(self, n: int, schema: Schema, budget: Budget) -> list[NoiseScale]:
         eps, delta = budget.allowance(QUERIES)
@@ -175,7 +187,6 @@ class GSD(Synthesizer):
 
     def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
         n = len(data)
-        check_rows(self.rows, len(schema), "rows")  # its synthetic table is held in memory
         space = Space(schema)
         classes = build(space, parse_classes(self.queries), self.rng_, levels=int(self.levels),
                         random_queries=int(self.random_queries))

@@ -94,7 +94,7 @@ class PrivateSampling(Synthesizer):
         self.bins = bins
         self.allow_no_guarantee = allow_no_guarantee
 
-    def _check_rules(self, values: dict, n: int | None) -> None:
+    def _check_rules(self, values: dict, n: int | None, schema: Schema | None) -> None:
         Delta = values["Delta"]
         if Delta is not None and Delta < 1 + values["accuracy_delta"]:
             raise ParameterError(f"Delta must be a number ≥ 1 + accuracy_delta (the shrinkage "
