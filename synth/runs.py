@@ -22,6 +22,7 @@ import pandas as pd
 from synth.checklist import Check, release_checklist
 from synth.errors import SynthError
 from synth.methods import FitContext, Synthesizer, make
+from synth.missing import model_schema
 from synth.privacy.budget import Budget, default_delta, merge_shares
 from synth.protocol import protocol_split
 from synth.schema import Schema
@@ -101,7 +102,8 @@ class Run:
                  shares: Mapping[str, float] | None = None,
                  postprocessing_seed: int | None = None):
         self.model: Synthesizer = make(method, params)
-        checked = self.model.check_params()  # plain values: the command is JSON
+        # every rule that needs no data, the schema's too; plain values: the command is JSON
+        checked = self.model.check_params(None, model_schema(schema))
         self.method, self.given = method, {k: checked[k] for k in params or {}}
         self.budget = self.model.budget_for(Budget(epsilon, delta, merge_shares(
             self.model.default_shares(schema), dict(shares or {}))), schema)

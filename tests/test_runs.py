@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from synth.cli import build_parser
-from synth.errors import Cancelled
+from synth.errors import Cancelled, ParameterError
 from synth.methods import FitContext, Spent, parse_settings
 from synth.runs import Run, RunRecord, run, split, synthesized_rows
 
@@ -59,6 +59,12 @@ def test_numpy_parameters_make_a_run_and_its_command(sample):
     table, schema = sample
     record = run(table.iloc[:300], schema, "independent", 1.0, params={"bins": np.int64(8)})
     assert "bins=8" in record.command and record.params["bins"] == 8
+
+
+def test_a_configuration_the_schema_rules_out_is_refused_before_the_table_is_read(sample):
+    _, schema = sample
+    with pytest.raises(ParameterError, match="rounds × per_round = 1000000 exceeds"):
+        Run("gsd", schema, 1.0, 1e-6, {"rounds": 10**6})  # the app disables Run: no plan
 
 
 def test_a_stopped_run_shows_what_it_spent_and_releases_nothing(sample):
