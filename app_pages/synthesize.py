@@ -109,7 +109,8 @@ st.subheader("Before you spend anything")
 planned = budget = None
 rows = runs.synthesized_rows(n, schema, holdout)
 with state.guard("Planning the budget"):
-    planned = runs.Run(method, schema, epsilon, delta, params, shares_given, seed)
+    planned = runs.Run(method, schema, epsilon, delta, params, shares_given, seed,
+                       state.account(ds))
     model, budget = planned.model, planned.budget
     st.plotly_chart(budget_chart(budget), width="stretch", key="plan")
     for scale in noise_preview(method, json.dumps(model.get_params()), rows,

@@ -89,7 +89,8 @@ if st.button("Run the sweep", type="primary", disabled=job is not None or not me
         rows = job.rows  # the thread appends here; the page reads it
         state.start_sweep(job.start(lambda ctx: sweep(
             jobs, train, test, ds.schema, default_delta(len(train)),
-            on_row=lambda done, total, row: rows.append(row), should_stop=ctx.should_stop)))
+            on_row=lambda done, total, row: rows.append(row), should_stop=ctx.should_stop,
+            account=state.account(ds))))
 
 
 @st.fragment(run_every=REFRESH)

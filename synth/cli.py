@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from synth import declarations, runs
+from synth.account import COMPOSITION, Store, TableAccount, Usage
 from synth.checklist import release_checklist
-from synth.data import DEFAULT_MAX_BYTES, read_table
+from synth.data import DEFAULT_MAX_BYTES, fingerprint, read_table
 from synth.errors import Cancelled, DataError, ParameterError, SynthError, check_positive
 from synth.methods import METHODS, FitContext, Progress, Spent, StageStarted, parse_settings
 from synth.methods.base import check_rows
@@ -167,7 +168,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     params, shares = parse_settings(args.set or [], args.method)
     delta = args.delta if args.delta is not None else default_delta(len(table))
     run = runs.Run(args.method, schema, args.epsilon, delta, params, shares,
-                   args.postprocessing_seed)
+                   args.postprocessing_seed, TableAccount.of(table, Path(args.data).name))
     if args.rows is not None:  # refused before anything is spent
         check_rows(args.rows, len(schema), "--rows")
     _distinct({"DATA": Path(args.data), "--out": args.out, "--ledger": args.ledger})
@@ -339,7 +340,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     with tqdm(total=len(jobs), desc="sweep", unit="run", file=sys.stderr,
               disable=args.quiet) as bar:
         rows = sw.sweep(jobs, train, test, schema, delta, n_jobs=args.jobs,
-                        on_row=lambda done, total, row: bar.update(1))
+                        on_row=lambda done, total, row: bar.update(1),
+                        account=TableAccount.of(table, Path(args.data).name))
     _write(args.out, lambda p: rows.to_csv(p, index=False))
     print(f"wrote {len(rows)} runs to {args.out}", file=sys.stderr)
     return 0
@@ -399,6 +401,31 @@ def _naming(source: Path, check, *args):
         return check(*args)
     except DataError as exc:
         raise DataError(f"{source.name!r}: {exc}") from None
+
+
+def cmd_account(args: argparse.Namespace) -> int:
+    """List every table's spending, or set one table's lifetime limit."""
+    store = Store()
+    if args.action == "limit":
+        table = read_table(args.data, max_bytes=args.max_bytes, encoding=args.encoding)
+        usage = store.set_limit(fingerprint(table), Path(args.data).name, args.epsilon,
+                                args.delta)
+        print(_usage_line(usage))
+        return 0
+    tables = store.tables()
+    print(f"{len(tables)} table(s) in {store.path}; {COMPOSITION}")
+    for usage in tables:
+        print(_usage_line(usage))
+    return 0
+
+
+def _usage_line(u: Usage) -> str:
+    limit = "no limit" if u.limit_epsilon is None else (
+        f"limit ε={u.limit_epsilon:g}" + ("" if u.limit_delta is None
+                                           else f", δ={u.limit_delta:.3g}"))
+    running = f", {u.running} running or interrupted (counted in full)" if u.running else ""
+    return (f"{u.name} [{u.key[:12]}]: spent ε={epsilon_text(u.epsilon)}, δ={u.delta:.3g}; "
+            f"{limit}; {u.runs} run(s){running}")
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
@@ -536,6 +563,16 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", type=Path, required=True)
     data_arg(rep)
     rep.set_defaults(func=cmd_report)
+
+    account = sub.add_parser("account", help="what each table has spent over all its runs "
+                                             "(kept under SYNTH_HOME, default ~/.synth)")
+    account.set_defaults(func=cmd_account, action=None)
+    limit = account.add_subparsers(dest="action").add_parser(
+        "limit", help="set a table's lifetime limit; a run that would pass it is refused")
+    limit.add_argument("data")
+    limit.add_argument("--epsilon", type=float, required=True)
+    limit.add_argument("--delta", type=float, help="default: no δ limit")
+    data_arg(limit)
 
     methods = sub.add_parser("methods", help="list the methods and their parameters")
     methods.set_defaults(func=cmd_methods)

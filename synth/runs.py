@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from synth.account import DONE, STOPPED, TableAccount
 from synth.checklist import Check, release_checklist
 from synth.errors import SynthError
 from synth.methods import FitContext, Synthesizer, make
@@ -100,8 +101,9 @@ class Run:
     def __init__(self, method: str, schema: Schema, epsilon: float, delta: float,
                  params: Mapping[str, Any] | None = None,
                  shares: Mapping[str, float] | None = None,
-                 postprocessing_seed: int | None = None):
+                 postprocessing_seed: int | None = None, account: TableAccount | None = None):
         self.model: Synthesizer = make(method, params)
+        self.account = account  # the table's persistent account, charged before the fit
         # every rule that needs no data, the schema's too; plain values: the command is JSON
         checked = self.model.check_params(None, model_schema(schema))
         self.method, self.given = method, {k: checked[k] for k in params or {}}
@@ -129,7 +131,14 @@ class Run:
         the release, which is paid for by then."""
         ctx = FitContext(postprocessing_seed=self.postprocessing_seed) if ctx is None else ctx
         started = time.perf_counter()
-        model = self.model.fit(table, schema, self.budget, ctx)
+        charge = None if self.account is None else self.account.reserve(
+            self.budget.epsilon, self.budget.delta, self.command)  # or refused: nothing read
+        try:
+            model = self.model.fit(table, schema, self.budget, ctx)
+        except BaseException:
+            self._settle(charge, STOPPED)
+            raise
+        self._settle(charge, DONE)
         fit_seconds = time.perf_counter() - started
         synthetic = model.sample(rows)
         fidelity, scores, checklist = None, {}, []
@@ -153,6 +162,16 @@ class Run:
             dict(model.timings_), fidelity, scores, checklist)
 
 
+    def _settle(self, charge: int | None, status: str) -> None:
+        """The account's charge down to what the ledger spent (nothing, if nothing ran)."""
+        if charge is None:
+            return
+        ledger = getattr(self.model, "ledger_", None)
+        eps, delta = (0.0, 0.0) if ledger is None or not ledger.entries else (
+            ledger.total_epsilon, ledger.total_delta)  # ∞ without a guarantee: kept in full
+        self.account.settle(charge, eps, delta, status)
+
+
 def _said(exc: Exception) -> str:
     """A failure in words: ours as they are, a bug logged for us and named."""
     if isinstance(exc, SynthError):
@@ -165,10 +184,10 @@ def run(table: pd.DataFrame, schema: Schema, method: str, epsilon: float,
         delta: float | None = None, params: Mapping[str, Any] | None = None,
         shares: Mapping[str, float] | None = None, postprocessing_seed: int | None = None,
         test: pd.DataFrame | None = None, ctx: FitContext | None = None,
-        measure: bool = True) -> RunRecord:
+        measure: bool = True, account: TableAccount | None = None) -> RunRecord:
     """Configure and run at once (δ default 1/n^1.1): see :class:`Run`."""
     delta = default_delta(len(table)) if delta is None else delta
-    return Run(method, schema, epsilon, delta, params, shares, postprocessing_seed)(
+    return Run(method, schema, epsilon, delta, params, shares, postprocessing_seed, account)(
         table, schema, test, ctx, measure=measure)
 
 

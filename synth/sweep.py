@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from synth.account import TableAccount
 from synth.errors import ParameterError
 from synth.schema import Schema
 
@@ -103,12 +104,13 @@ def grid(methods: Sequence[str], epsilons: Iterable[float], seeds: int = 3,
 
 
 def run_job(job: Job, train: pd.DataFrame, test: pd.DataFrame | None, schema: Schema,
-            delta: float) -> dict[str, Any]:
-    """Run and measure one job: a row of the sweep's table (runs in a worker)."""
+            delta: float, account: TableAccount | None = None) -> dict[str, Any]:
+    """Run and measure one job, charged to ``account``: a row of the sweep's table (runs in a
+    worker, which opens the account's file itself)."""
     from synth.runs import run
 
     record = run(train, schema, job.method, job.epsilon, delta, job.params,
-                 postprocessing_seed=job.seed, test=test)
+                 postprocessing_seed=job.seed, test=test, account=account)
     figures = record.figures()
     return {"method": job.method, "epsilon": job.epsilon, "seed": job.seed,
             "param": job.param, "value": job.params.get(job.param) if job.param else None,
@@ -121,14 +123,17 @@ def run_job(job: Job, train: pd.DataFrame, test: pd.DataFrame | None, schema: Sc
 def sweep(jobs: Sequence[Job], train: pd.DataFrame, test: pd.DataFrame | None, schema: Schema,
           delta: float, n_jobs: int = -1,
           on_row: Callable[[int, int, dict[str, Any]], None] | None = None,
-          should_stop: Callable[[], bool] | None = None) -> pd.DataFrame:
+          should_stop: Callable[[], bool] | None = None,
+          account: TableAccount | None = None) -> pd.DataFrame:
     """Run every job (``n_jobs`` joblib workers; -1: every core) and return one row per
     finished job, in job order. ``on_row(done, total, row)`` sees each row as it finishes;
     when ``should_stop()`` turns true the runs not yet finished are abandoned and the finished
-    rows are returned."""
+    rows are returned. Each run reserves its budget in ``account`` before it starts, so a
+    sweep stops being charged at the table's limit: the runs past it fail."""
     from joblib import Parallel, delayed
 
-    tasks = (delayed(_indexed)(i, job, train, test, schema, delta) for i, job in enumerate(jobs))
+    tasks = (delayed(_indexed)(i, job, train, test, schema, delta, account)
+             for i, job in enumerate(jobs))
     rows: dict[int, dict[str, Any]] = {}
     with warnings.catch_warnings():  # a stop abandons runs on purpose: no need to warn
         warnings.filterwarnings("ignore", message=".*tasks which were still being processed")

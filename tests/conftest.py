@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from synth.data import load_sample, read_table
 from synth.protocol import adult_schema, protocol_split
+
+# every run charges the persistent privacy account under SYNTH_HOME: the tests (and the CLI
+# and servers they start, which inherit it) keep theirs apart from the user's ~/.synth
+os.environ["SYNTH_HOME"] = tempfile.mkdtemp(prefix="synth-home-")
 
 REPO = Path(__file__).resolve().parent.parent
 ADULT = REPO.parent / "shared" / "data" / "adult.csv"

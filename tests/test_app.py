@@ -17,7 +17,8 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from synth.data import load_sample
+from synth.account import Store
+from synth.data import fingerprint, load_sample
 from synth.declarations import nice_bounds
 from synth.methods import make
 from synth.privacy.budget import Budget
@@ -211,6 +212,22 @@ def test_a_failing_run_keeps_earlier_results(app):
     assert any("#2 failed" in e.value and "δ > 0" in e.value for e in app.error)
     assert "1 finished run this session" in texts(app)
     assert any(m.label == "ε spent" for m in app.metric)  # the earlier release is still shown
+
+
+def test_the_tables_account_counts_every_run_and_refuses_past_its_limit(app, monkeypatch,
+                                                                        tmp_path):
+    monkeypatch.setenv("SYNTH_HOME", str(tmp_path))  # this test's own account
+    table, _ = load_sample()
+    Store().set_limit(fingerprint(table), "sample", 1.5, None)
+    app.switch_page(SYNTH).run()
+    assert "ε = 1.5 of its limit 1.5 remains" in texts(app)  # the sidebar, before any run
+    run(app)  # ε = 1, the page's default
+    assert "ε = 0.5 of its limit 1.5 remains" in texts(app)
+    run(app)  # another ε = 1: refused before anything is read
+    assert any("#2 failed" in e.value and "over its lifetime limit: ε=0.5 of ε=1.5 remain"
+               in e.value and "it had spent nothing" in e.value for e in app.error)
+    usage = Store().usage(fingerprint(table))
+    assert usage.runs == 1 and usage.epsilon == pytest.approx(1.0)  # the refusal cost nothing
 
 
 def test_schema_choices_on_the_data_page(app):

@@ -8,11 +8,23 @@ from __future__ import annotations
 
 import streamlit as st
 
+from synth.account import Usage
 from synth.data import DEFAULT_MAX_BYTES, read_table
+from synth.privacy.budget import epsilon_text
 from synth.schema import infer_schema
 from ui import runner, state
 
 ENCODINGS = ("utf-8", "latin-1", "cp1252")
+
+
+def spent_words(usage: Usage) -> str:
+    """The table's lifetime spending in a line: spent, and what remains under a limit."""
+    spent = f"ε = {epsilon_text(usage.epsilon)}, δ = {usage.delta:.2g}"
+    if usage.limit_epsilon is None:
+        return f"Privacy spent on this table, all runs: {spent} (no limit set)"
+    eps, _ = usage.remaining
+    return (f"Privacy spent on this table, all runs: {spent}; ε = {epsilon_text(eps)} of "
+            f"its limit {usage.limit_epsilon:g} remains")
 
 
 def sidebar() -> state.Dataset:
@@ -44,6 +56,8 @@ def sidebar() -> state.Dataset:
         st.caption(f"**{ds.name}**: {len(ds.table):,} rows × {ds.table.shape[1]} columns")
         done = len(state.runs())
         st.caption(f"{done} finished run{'s' * (done != 1)} this session")
+        with state.guard("Reading the privacy account"):
+            st.caption(spent_words(state.account(ds).usage()))
         if state.job() is not None:
             st.caption(f"⏳ running: {state.job().name}")
     return ds

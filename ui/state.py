@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from synth.account import Store, TableAccount
 from synth.data import fingerprint, load_sample
 from synth.errors import SynthError
 from synth.runs import RunRecord
@@ -99,13 +100,23 @@ def first_time(what: str, token: Any) -> bool:
     return True
 
 
-def table_key(ds: Dataset) -> str:
-    """The dataset's table and schema, hashed; the table's hash is kept per table object."""
+def _fingerprint(ds: Dataset) -> str:
+    """The table's fingerprint, kept per table object (Adult: 0.2 s)."""
     cached = st.session_state.get("fingerprint")
     if cached is None or cached[0] is not ds.table:  # holding the table keeps its id unique
         cached = st.session_state["fingerprint"] = (ds.table, fingerprint(ds.table))
+    return cached[1]
+
+
+def table_key(ds: Dataset) -> str:
+    """The dataset's table and schema, hashed: where a kept result belongs."""
     described = json.dumps(ds.schema.to_dict(), sort_keys=True, default=str)
-    return hashlib.sha256(f"{cached[1]}:{described}".encode()).hexdigest()
+    return hashlib.sha256(f"{_fingerprint(ds)}:{described}".encode()).hexdigest()
+
+
+def account(ds: Dataset) -> TableAccount:
+    """The table's persistent privacy account (under SYNTH_HOME), charged by every run."""
+    return TableAccount(Store(), _fingerprint(ds), ds.name)
 
 
 def sweep_job() -> runner.SweepJob | None:

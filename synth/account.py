@@ -1,0 +1,191 @@
+"""The persistent privacy account: what each table has spent, over every run, in SQLite.
+
+A table is known by a fingerprint of its contents, the people in it
+(:func:`synth.data.fingerprint`): row order, column order and the file it came from do not
+matter, so a re-upload, a new schema or a run on a column
+subset charges the same account. Runs compose by **basic composition**: a table's total is the
+sum of its runs' (ε, δ), each run's own total as its ledger accounts it.
+
+A run **reserves** its whole budget before anything reads the table, in one transaction that
+checks the steward's lifetime limit, so two processes charging one table at once cannot both
+pass it; then it **settles** to what its ledger spent (never more than reserved). A run that
+crashes keeps its whole reservation: the account never under-reports. Everything goes through
+:class:`Store`, a small interface, so a shared server database can replace the local file.
+
+The file lives under ``SYNTH_HOME`` (default ``~/.synth``); it holds fingerprints, names and
+totals, never a row of a table, and is the steward's, not part of any release.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from synth.data import fingerprint
+from synth.errors import BudgetError, check_delta, check_epsilon
+
+COMPOSITION = "basic composition across runs: a table's total is the sum of its runs' (ε, δ)"
+RUNNING, DONE, STOPPED = "running", "done", "stopped"  # a crashed run stays "running"
+SLACK = 1e-9  # relative: a limit spent exactly in several runs must not fail on rounding
+
+
+def home() -> Path:
+    """``SYNTH_HOME``, or ``~/.synth``."""
+    return Path(os.environ.get("SYNTH_HOME") or Path.home() / ".synth")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """One table's account: its total so far, its limit and its runs."""
+
+    key: str
+    name: str
+    epsilon: float  # every run's ε, summed (basic composition)
+    delta: float
+    runs: int
+    running: int  # reserved and not settled: still running, or crashed (counted in full)
+    limit_epsilon: float | None
+    limit_delta: float | None
+
+    @property
+    def remaining(self) -> tuple[float, float]:
+        """(ε, δ) left under the limit (infinite where there is none)."""
+        eps = math.inf if self.limit_epsilon is None else max(0.0, self.limit_epsilon
+                                                              - self.epsilon)
+        delta = math.inf if self.limit_delta is None else max(0.0, self.limit_delta
+                                                              - self.delta)
+        return eps, delta
+
+
+class Store:
+    """The account's storage: a SQLite file (one table of tables, one of charges)."""
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path is not None else home() / "account.sqlite"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=60)
+        try:  # executescript runs in its own transaction
+            db.executescript("""
+                CREATE TABLE IF NOT EXISTS tables (
+                    key TEXT PRIMARY KEY, name TEXT NOT NULL,
+                    limit_epsilon REAL, limit_delta REAL);
+                CREATE TABLE IF NOT EXISTS charges (
+                    id INTEGER PRIMARY KEY, key TEXT NOT NULL REFERENCES tables(key),
+                    epsilon REAL NOT NULL, delta REAL NOT NULL, status TEXT NOT NULL,
+                    what TEXT NOT NULL, started REAL NOT NULL);
+                CREATE INDEX IF NOT EXISTS charges_key ON charges(key);""")
+        finally:
+            db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taken at once (``BEGIN IMMEDIATE``): a concurrent writer
+        waits for it, so a limit check and its charge are one step."""
+        db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+        finally:
+            db.close()
+
+    def usage(self, key: str) -> Usage | None:
+        with self._transaction() as db:
+            return _usage(db, key)
+
+    def tables(self) -> list[Usage]:
+        with self._transaction() as db:
+            keys = [k for (k,) in db.execute("SELECT key FROM tables ORDER BY name, key")]
+            return [_usage(db, k) for k in keys]
+
+    def set_limit(self, key: str, name: str, epsilon: float, delta: float | None) -> Usage:
+        """The table's lifetime limit (δ None: no δ limit); it may be below what is spent,
+        which then refuses every further run."""
+        check_epsilon(epsilon)
+        if delta is not None:
+            check_delta(delta)
+        with self._transaction() as db:
+            _ensure(db, key, name)
+            db.execute("UPDATE tables SET limit_epsilon = ?, limit_delta = ? WHERE key = ?",
+                       (float(epsilon), None if delta is None else float(delta), key))
+            return _usage(db, key)
+
+    def reserve(self, key: str, name: str, epsilon: float, delta: float, what: str) -> int:
+        """Charge a run's whole (ε, δ) before it starts, or refuse, with what remains, when it
+        would pass the limit. Returns the charge's id for :meth:`settle`."""
+        with self._transaction() as db:
+            _ensure(db, key, name)
+            usage = _usage(db, key)
+            left_eps, left_delta = usage.remaining
+            if epsilon > left_eps * (1 + SLACK) + SLACK or delta > left_delta * (1 + SLACK):
+                raise BudgetError(
+                    f"this run would spend ε={epsilon:g}, δ={delta:.3g} of table {name!r}, "
+                    f"over its lifetime limit: {_words(usage)} remain")
+            return db.execute(
+                "INSERT INTO charges (key, epsilon, delta, status, what, started) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (key, float(epsilon), float(delta), RUNNING, what, time.time())).lastrowid
+
+    def settle(self, charge: int, epsilon: float, delta: float, status: str) -> None:
+        """What the run spent, by its ledger; never more than it reserved."""
+        with self._transaction() as db:
+            db.execute("UPDATE charges SET epsilon = MIN(epsilon, ?), delta = MIN(delta, ?), "
+                       "status = ? WHERE id = ?", (float(epsilon), float(delta), status, charge))
+
+
+@dataclass(frozen=True)
+class TableAccount:
+    """One table's account in a store: what a run charges."""
+
+    store: Store
+    key: str
+    name: str
+
+    @classmethod
+    def of(cls, table: pd.DataFrame, name: str, store: Store | None = None) -> TableAccount:
+        return cls(store or Store(), fingerprint(table), name)
+
+    def usage(self) -> Usage:
+        return self.store.usage(self.key) or Usage(self.key, self.name, 0.0, 0.0, 0, 0, None,
+                                                   None)
+
+    def reserve(self, epsilon: float, delta: float, what: str) -> int:
+        return self.store.reserve(self.key, self.name, epsilon, delta, what)
+
+    def settle(self, charge: int, epsilon: float, delta: float, status: str) -> None:
+        self.store.settle(charge, epsilon, delta, status)
+
+
+def _ensure(db: sqlite3.Connection, key: str, name: str) -> None:
+    db.execute("INSERT INTO tables (key, name) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
+               "SET name = excluded.name", (key, name))
+
+
+def _usage(db: sqlite3.Connection, key: str) -> Usage | None:
+    row = db.execute("SELECT name, limit_epsilon, limit_delta FROM tables WHERE key = ?",
+                     (key,)).fetchone()
+    if row is None:
+        return None
+    eps, delta, runs, running = db.execute(
+        "SELECT COALESCE(SUM(epsilon), 0), COALESCE(SUM(delta), 0), COUNT(*), "
+        "COALESCE(SUM(status = ?), 0) FROM charges WHERE key = ?", (RUNNING, key)).fetchone()
+    return Usage(key, row[0], float(eps), float(delta), int(runs), int(running), row[1], row[2])
+
+
+def _words(usage: Usage) -> str:
+    eps, delta = usage.remaining
+    return (f"ε={eps:g}" + ("" if math.isinf(delta) else f", δ={delta:.3g}")
+            + f" of ε={usage.limit_epsilon:g}"
+            + ("" if usage.limit_delta is None else f", δ={usage.limit_delta:.3g}"))

@@ -1,0 +1,153 @@
+"""The persistent privacy account: charged before a run reads anything, refused at the
+steward's limit, shared by processes, kept through crashes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from synth.account import RUNNING, Store, TableAccount
+from synth.data import fingerprint as table_key
+from synth.errors import BudgetError, Cancelled
+from synth.methods import FitContext, Spent
+from synth.runs import Run, run
+
+from .conftest import REPO
+
+WAIT = 300  # seconds a child may take to reach the point a test waits for: generous
+
+
+@pytest.fixture
+def store(tmp_path):
+    return Store(tmp_path / "account.sqlite")
+
+
+def test_a_table_is_known_by_its_people_not_its_order(sample):
+    table, _ = sample
+    shuffled = table.sample(frac=1, random_state=1)[list(reversed(table.columns))]
+    assert table_key(shuffled) == table_key(table)
+    assert table_key(table.iloc[1:]) != table_key(table)  # one person fewer: another table
+    changed = table.copy()
+    changed.loc[0, "sex"] = next(v for v in table["sex"] if v != table.loc[0, "sex"])
+    assert table_key(changed) != table_key(table)
+
+
+def test_runs_compose_by_their_ledgers_and_persist(sample, store):
+    table, schema = sample
+    account = TableAccount.of(table, "census.csv", store)
+    records = [run(table, schema, "independent", eps, 1e-6, account=account, measure=False)
+               for eps in (0.5, 0.25)]
+    usage = Store(store.path).usage(account.key)  # a new connection: it is on disk
+    assert usage.runs == 2 and usage.running == 0
+    assert usage.epsilon == pytest.approx(sum(r.ledger["total_epsilon"] for r in records))
+    assert usage.delta == pytest.approx(sum(r.ledger["total_delta"] for r in records))
+
+
+def test_a_run_past_the_limit_is_refused_before_anything_is_read(sample, store):
+    table, schema = sample
+    account = TableAccount.of(table, "census.csv", store)
+    store.set_limit(account.key, "census.csv", 1.5, None)
+    run(table, schema, "independent", 1.0, 1e-6, account=account, measure=False)
+    refused = Run("independent", schema, 1.0, 1e-6, account=account)
+    with pytest.raises(BudgetError, match=r"over its lifetime limit: ε=0\.5 of ε=1\.5 remain"):
+        refused(table, schema)
+    assert not hasattr(refused.model, "ledger_")  # the fit never started
+    assert store.usage(account.key).runs == 1
+    run(table, schema, "independent", 0.5, 1e-6, account=account, measure=False)  # exactly
+
+
+def test_a_cancelled_run_keeps_what_it_spent(sample, store):
+    table, schema = sample
+    account = TableAccount.of(table, "census.csv", store)
+    planned = Run("independent", schema, 1.0, 1e-6, {"bins": 8}, account=account)
+    spent = []
+    with pytest.raises(Cancelled):
+        planned(table, schema, ctx=FitContext(
+            on_event=lambda e: spent.append(e) if isinstance(e, Spent) else None,
+            should_stop=lambda: bool(spent)))
+    usage = store.usage(account.key)
+    assert usage.running == 0 and usage.epsilon == pytest.approx(planned.spent["total_epsilon"])
+
+
+CHARGE = """
+import sys, time
+from pathlib import Path
+from synth.account import Store
+from synth.errors import BudgetError
+go = Path(sys.argv[2])
+while not go.exists():  # start together, as closely as the OS allows
+    time.sleep(0.001)
+try:
+    Store(sys.argv[1]).reserve("same table", "t.csv", 0.6, 0.0, "a run")
+    print("charged")
+except BudgetError:
+    print("refused")
+"""
+
+
+def test_concurrent_processes_cannot_both_pass_the_limit(store, tmp_path):
+    store.set_limit("same table", "t.csv", 1.0, None)
+    go = tmp_path / "go"
+    children = [subprocess.Popen([sys.executable, "-c", CHARGE, str(store.path), str(go)],
+                                 stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    go.touch()
+    said = sorted(c.communicate(timeout=WAIT)[0].strip() for c in children)
+    assert said == ["charged", "refused", "refused", "refused"]
+    assert store.usage("same table").epsilon == pytest.approx(0.6)
+
+
+def test_a_crash_mid_run_leaves_the_whole_charge(sample, tmp_path):
+    table, _ = sample
+    env = {**os.environ, "SYNTH_HOME": str(tmp_path)}
+    schema = REPO / "sample_data" / "census_demo.schema.json"
+    data = REPO / "sample_data" / "census_demo.csv"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "synth", "run", str(data), "--schema", str(schema), "--method",
+         "dpgan", "--epsilon", "2", "--set", "epochs=1000", "--out", str(tmp_path / "s.csv"),
+         "--ledger", str(tmp_path / "l.json"), "--quiet"], env=env, cwd=tmp_path)
+    store, key = Store(tmp_path / "account.sqlite"), table_key(table)
+    try:  # wait for the reservation, however slowly the child starts
+        for _ in range(WAIT * 10):
+            usage = store.usage(key)
+            if usage is not None and usage.running:
+                break
+            assert child.poll() is None, "the run ended before it could be killed"
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"no reservation after {WAIT} s")
+    finally:
+        child.send_signal(signal.SIGKILL)  # no cleanup runs: a crash
+        child.wait(timeout=WAIT)
+    usage = store.usage(key)
+    assert usage.running == 1 and usage.epsilon == pytest.approx(2.0)  # kept in full
+    assert not Path(tmp_path / "s.csv").exists()
+
+
+def test_the_cli_charges_its_input_and_refuses_at_the_limit(tmp_path):
+    env = {**os.environ, "SYNTH_HOME": str(tmp_path)}
+    data = REPO / "sample_data" / "census_demo.csv"
+    schema = REPO / "sample_data" / "census_demo.schema.json"
+
+    def synth(*args):
+        return subprocess.run([sys.executable, "-m", "synth", *map(str, args)], env=env,
+                              cwd=tmp_path, capture_output=True, text=True, timeout=WAIT)
+
+    limited = synth("account", "limit", data, "--epsilon", "1")
+    assert limited.returncode == 0 and "limit ε=1" in limited.stdout
+    runs = [synth("run", data, "--schema", schema, "--method", "independent", "--epsilon",
+                  "0.6", "--out", tmp_path / f"s{i}.csv", "--ledger", tmp_path / f"l{i}.json",
+                  "--quiet") for i in range(2)]
+    assert runs[0].returncode == 0, runs[0].stderr
+    assert runs[1].returncode == 2
+    assert "over its lifetime limit: ε=0.4 of ε=1 remain" in runs[1].stderr
+    assert not (tmp_path / "l1.json").exists()  # refused before anything: no ledger to write
+    listed = synth("account")
+    assert "census_demo.csv" in listed.stdout and "spent ε=0.6" in listed.stdout
+    assert "1 run(s)" in listed.stdout and "basic composition" in listed.stdout
+    assert RUNNING not in listed.stdout
