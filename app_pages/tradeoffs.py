@@ -119,6 +119,11 @@ if result is None:
     st.stop()
 if key not in sweeps:
     st.caption("Showing the last sweep; its grid differs from the one chosen above.")
+failed = result[result["error"].notna()] if "error" in result else result.iloc[:0]
+if len(failed):
+    st.warning(f"{len(failed)} of {len(result)} runs failed; the others are kept:  \n"
+               + "  \n".join(f"{r.method} ε={r.epsilon:g} seed {r.seed}: {r.error}"
+                              for r in failed.itertuples()))
 st.subheader(f"{len(result)} runs")
 majority = real_tree = None
 if ds.schema.target is not None:

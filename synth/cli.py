@@ -343,7 +343,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                         on_row=lambda done, total, row: bar.update(1),
                         account=TableAccount.of(table, Path(args.data).name))
     _write(args.out, lambda p: rows.to_csv(p, index=False))
-    print(f"wrote {len(rows)} runs to {args.out}", file=sys.stderr)
+    failed = rows[rows["error"].notna()]
+    print(f"wrote {len(rows)} runs to {args.out}"
+          + (f"; {len(failed)} failed (their error column says why)" if len(failed) else ""),
+          file=sys.stderr)
+    for _, row in failed.iterrows():
+        print(f"  {row['method']} ε={row['epsilon']:g} seed={row['seed']}: {row['error']}",
+              file=sys.stderr)
     return 0
 
 

@@ -11,6 +11,7 @@ cluster through ``joblib.parallel_config(backend="dask")``).
 from __future__ import annotations
 
 import itertools
+import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from synth.account import TableAccount
-from synth.errors import ParameterError
+from synth.errors import ParameterError, SynthError
 from synth.schema import Schema
 
 
@@ -55,7 +56,7 @@ DEMO = {"dpgan": {"epochs": 8, "generator_batch": 512},
         "gsd": {"max_generations": 1500}}
 
 COLUMNS = ("method", "epsilon", "seed", "param", "value", "share", "ledger_epsilon",
-           "ledger_delta", "accuracy", "logistic_accuracy", "tvd1", "tvd2", "seconds")
+           "ledger_delta", "accuracy", "logistic_accuracy", "tvd1", "tvd2", "seconds", "error")
 
 
 @dataclass(frozen=True)
@@ -106,18 +107,29 @@ def grid(methods: Sequence[str], epsilons: Iterable[float], seeds: int = 3,
 def run_job(job: Job, train: pd.DataFrame, test: pd.DataFrame | None, schema: Schema,
             delta: float, account: TableAccount | None = None) -> dict[str, Any]:
     """Run and measure one job, charged to ``account``: a row of the sweep's table (runs in a
-    worker, which opens the account's file itself)."""
-    from synth.runs import run
+    worker, which opens the account's file itself). A job that fails is a row too: its
+    ``error`` says why, its ledger columns what it spent before stopping."""
+    from synth.runs import Run
 
-    record = run(train, schema, job.method, job.epsilon, delta, job.params,
-                 postprocessing_seed=job.seed, test=test, account=account)
+    row = {"method": job.method, "epsilon": job.epsilon, "seed": job.seed, "param": job.param,
+           "value": job.params.get(job.param) if job.param else None, "share": job.share}
+    started, planned = time.perf_counter(), None
+    try:
+        planned = Run(job.method, schema, job.epsilon, delta, job.params,
+                      postprocessing_seed=job.seed, account=account)
+        record = planned(train, schema, test)
+    except Exception as exc:  # one bad configuration must not cost the others
+        spent = planned.spent if planned is not None else None
+        return {**row, "ledger_epsilon": spent["total_epsilon"] if spent else 0.0,
+                "ledger_delta": spent["total_delta"] if spent else 0.0,
+                "seconds": time.perf_counter() - started,
+                "error": str(exc) if isinstance(exc, SynthError) else
+                f"unexpected {type(exc).__name__}: {exc}"}
     figures = record.figures()
-    return {"method": job.method, "epsilon": job.epsilon, "seed": job.seed,
-            "param": job.param, "value": job.params.get(job.param) if job.param else None,
-            "share": job.share, "ledger_epsilon": record.ledger["total_epsilon"],
+    return {**row, "ledger_epsilon": record.ledger["total_epsilon"],
             "ledger_delta": record.ledger["total_delta"], "accuracy": figures.get("accuracy"),
             "logistic_accuracy": figures.get("logistic_accuracy"), "tvd1": figures["tvd1"],
-            "tvd2": figures["tvd2"], "seconds": record.seconds}
+            "tvd2": figures["tvd2"], "seconds": record.seconds, "error": None}
 
 
 def sweep(jobs: Sequence[Job], train: pd.DataFrame, test: pd.DataFrame | None, schema: Schema,
@@ -128,8 +140,9 @@ def sweep(jobs: Sequence[Job], train: pd.DataFrame, test: pd.DataFrame | None, s
     """Run every job (``n_jobs`` joblib workers; -1: every core) and return one row per
     finished job, in job order. ``on_row(done, total, row)`` sees each row as it finishes;
     when ``should_stop()`` turns true the runs not yet finished are abandoned and the finished
-    rows are returned. Each run reserves its budget in ``account`` before it starts, so a
-    sweep stops being charged at the table's limit: the runs past it fail."""
+    rows are returned. Each run reserves its budget in ``account`` before it starts, so the
+    runs past the table's limit fail, refused before they read anything; a failed run is a
+    row with its ``error``, and the others are kept."""
     from joblib import Parallel, delayed
 
     tasks = (delayed(_indexed)(i, job, train, test, schema, delta, account)

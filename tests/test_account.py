@@ -151,3 +151,19 @@ def test_the_cli_charges_its_input_and_refuses_at_the_limit(tmp_path):
     assert "census_demo.csv" in listed.stdout and "spent ε=0.6" in listed.stdout
     assert "1 run(s)" in listed.stdout and "basic composition" in listed.stdout
     assert RUNNING not in listed.stdout
+
+
+def test_a_sweep_charges_each_run_and_stops_being_charged_at_the_limit(sample, store):
+    from synth.sweep import grid, sweep
+
+    table, schema = sample
+    account = TableAccount.of(table, "census.csv", store)
+    store.set_limit(account.key, "census.csv", 1.0, None)
+    jobs = grid(["independent"], [0.5], seeds=3)
+    rows = sweep(jobs, table, None, schema, 1e-6, n_jobs=1, account=account)
+    assert rows["error"].isna().sum() == 2  # two runs kept, the third refused and said why
+    (refused,) = rows["error"].dropna()
+    assert "over its lifetime limit" in refused
+    assert rows["ledger_epsilon"].sum() == pytest.approx(1.0)
+    usage = store.usage(account.key)
+    assert usage.runs == 2 and usage.epsilon == pytest.approx(1.0)

@@ -140,6 +140,19 @@ def test_sweep_writes_one_row_per_run(tmp_path):
     assert rows["accuracy"].notna().all()  # the sample's schema has a target: held-out test
 
 
+def test_a_sweep_keeps_its_runs_past_a_failing_configuration(tmp_path):
+    table, schema = sample_paths()
+    res = synth("sweep", table, "--schema", schema, "--methods", "independent", "gsd",
+                "--epsilons", "1", "--seeds", "1", "--set", "gsd.rounds=1000000", "--jobs", "1",
+                "--out", tmp_path / "sweep.csv", "--quiet")
+    assert res.returncode == 0, res.stderr
+    rows = pd.read_csv(tmp_path / "sweep.csv").set_index("method")
+    assert pd.isna(rows.loc["independent", "error"]) and rows.loc["independent", "tvd2"] > 0
+    assert "rounds × per_round = 1000000 exceeds" in rows.loc["gsd", "error"]
+    assert rows.loc["gsd", "ledger_epsilon"] == 0  # refused before anything was spent
+    assert "1 failed" in res.stderr and "gsd ε=1 seed=0: rounds × per_round" in res.stderr
+
+
 def test_sweep_from_a_preset(tmp_path):
     table, schema = sample_paths()
     res = synth("sweep", table, "--schema", schema, "--preset", "accuracy-vs-epsilon",
