@@ -87,10 +87,11 @@ if st.button("Run the sweep", type="primary", disabled=job is not None or not me
         job = runner.SweepJob(f"sweep of {len(jobs)} runs", 0, max(epsilons),
                               total=len(jobs), table=table_key, key=key)
         rows = job.rows  # the thread appends here; the page reads it
+        account = state.account(ds)  # here: the thread has no session to read it from
         state.start_sweep(job.start(lambda ctx: sweep(
             jobs, train, test, ds.schema, default_delta(len(train)),
             on_row=lambda done, total, row: rows.append(row), should_stop=ctx.should_stop,
-            account=state.account(ds))))
+            account=account)))
 
 
 @st.fragment(run_every=REFRESH)

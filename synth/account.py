@@ -12,14 +12,21 @@ pass it; then it **settles** to what its ledger spent (never more than reserved)
 crashes keeps its whole reservation: the account never under-reports. Everything goes through
 :class:`Store`, a small interface, so a shared server database can replace the local file.
 
-The file lives under ``SYNTH_HOME`` (default ``~/.synth``); it holds fingerprints, names and
-totals, never a row of a table, and is the steward's, not part of any release.
+The file lives under ``SYNTH_HOME`` (default ``~/.synth``), readable by its owner only; it
+holds keys, names and totals, never a row, and is the steward's, not part of any release. A
+key is an HMAC of the table's fingerprint under a random secret kept beside it, so a leaked
+file cannot confirm a guess about a row. The account is the steward's own bookkeeping, not an
+enforcement boundary: a table whose content changes (a row added or dropped, a file cut to
+fewer columns, numbers re-saved as 37.0) is another table with its own account. Leaving
+columns out through the schema or the app keeps the table's account.
 """
 
 from __future__ import annotations
 
+import hmac
 import math
 import os
+import secrets
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -34,6 +41,7 @@ from synth.errors import BudgetError, check_delta, check_epsilon
 
 COMPOSITION = "basic composition across runs: a table's total is the sum of its runs' (ε, δ)"
 RUNNING, DONE, STOPPED = "running", "done", "stopped"  # a crashed run stays "running"
+UNBOUNDED = "no guarantee"  # a run whose ledger claims none: its ε is recorded as infinite
 SLACK = 1e-9  # relative: a limit spent exactly in several runs must not fail on rounding
 
 
@@ -71,6 +79,7 @@ class Store:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else home() / "account.sqlite"
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.touch(mode=0o600, exist_ok=True)  # the owner's alone
         db = sqlite3.connect(self.path, timeout=60)
         try:  # executescript runs in its own transaction
             db.executescript("""
@@ -84,6 +93,18 @@ class Store:
                 CREATE INDEX IF NOT EXISTS charges_key ON charges(key);""")
         finally:
             db.close()
+
+    def key(self, fingerprint: str) -> str:
+        """The account's key for a table's fingerprint: an HMAC under this store's secret."""
+        secret = self.path.with_name(self.path.name + ".secret")
+        if not secret.exists():
+            try:  # created once, by whichever process comes first
+                fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as out:
+                    out.write(secrets.token_bytes(32))
+            except FileExistsError:
+                pass
+        return hmac.new(secret.read_bytes(), fingerprint.encode(), "sha256").hexdigest()
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -128,8 +149,11 @@ class Store:
         with self._transaction() as db:
             _ensure(db, key, name)
             usage = _usage(db, key)
-            left_eps, left_delta = usage.remaining
-            if epsilon > left_eps * (1 + SLACK) + SLACK or delta > left_delta * (1 + SLACK):
+            over_eps = usage.limit_epsilon is not None and (
+                usage.epsilon + epsilon > usage.limit_epsilon * (1 + SLACK))
+            over_delta = usage.limit_delta is not None and (
+                usage.delta + delta > usage.limit_delta * (1 + SLACK))
+            if over_eps or over_delta:
                 raise BudgetError(
                     f"this run would spend ε={epsilon:g}, δ={delta:.3g} of table {name!r}, "
                     f"over its lifetime limit: {_words(usage)} remain")
@@ -139,8 +163,13 @@ class Store:
                 (key, float(epsilon), float(delta), RUNNING, what, time.time())).lastrowid
 
     def settle(self, charge: int, epsilon: float, delta: float, status: str) -> None:
-        """What the run spent, by its ledger; never more than it reserved."""
+        """What the run spent, by its ledger; never more than it reserved. A run without a
+        guarantee (``UNBOUNDED``) keeps its δ and has an infinite ε: it ends any limit."""
         with self._transaction() as db:
+            if status == UNBOUNDED:
+                db.execute("UPDATE charges SET epsilon = ?, status = ? WHERE id = ?",
+                           (math.inf, status, charge))
+                return
             db.execute("UPDATE charges SET epsilon = MIN(epsilon, ?), delta = MIN(delta, ?), "
                        "status = ? WHERE id = ?", (float(epsilon), float(delta), status, charge))
 
@@ -155,7 +184,8 @@ class TableAccount:
 
     @classmethod
     def of(cls, table: pd.DataFrame, name: str, store: Store | None = None) -> TableAccount:
-        return cls(store or Store(), fingerprint(table), name)
+        store = store or Store()
+        return cls(store, store.key(fingerprint(table)), name)
 
     def usage(self) -> Usage:
         return self.store.usage(self.key) or Usage(self.key, self.name, 0.0, 0.0, 0, 0, None,

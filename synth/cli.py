@@ -414,8 +414,8 @@ def cmd_account(args: argparse.Namespace) -> int:
     store = Store()
     if args.action == "limit":
         table = read_table(args.data, max_bytes=args.max_bytes, encoding=args.encoding)
-        usage = store.set_limit(fingerprint(table), Path(args.data).name, args.epsilon,
-                                args.delta)
+        usage = store.set_limit(store.key(fingerprint(table)), Path(args.data).name,
+                                args.epsilon, args.delta)
         print(_usage_line(usage))
         return 0
     tables = store.tables()

@@ -38,12 +38,14 @@ def human_bytes(nbytes: float) -> str:
     raise AssertionError  # pragma: no cover
 
 
-def fingerprint(table: pd.DataFrame) -> str:
-    """A fingerprint of the table's people: SHA-256 over its rows' hashes, sorted, with the
-    columns in name order, so neither row nor column order changes it. Which table a privacy
-    account or a kept result (a sweep) belongs to. Adult: 0.2 s."""
+def fingerprint(table: pd.DataFrame, row_order: bool = False) -> str:
+    """A fingerprint of the table's people: SHA-256 over its rows' hashes, sorted (unless
+    ``row_order``), with the columns in name order, so neither changes it. The same values
+    read as other types (37 and 37.0) give another fingerprint. Which table a privacy account
+    or a kept result (a sweep: ``row_order``, as its split depends on it) belongs to."""
     ordered = table[sorted(table.columns, key=str)]
-    rows = np.sort(pd.util.hash_pandas_object(ordered, index=False).to_numpy())
+    rows = pd.util.hash_pandas_object(ordered, index=False).to_numpy()
+    rows = rows if row_order else np.sort(rows)
     names = "\x1f".join(map(str, ordered.columns)).encode()
     return hashlib.sha256(names + b"\x1e" + rows.tobytes()).hexdigest()
 

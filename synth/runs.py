@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from synth.account import DONE, STOPPED, TableAccount
+from synth.account import DONE, STOPPED, UNBOUNDED, TableAccount
 from synth.checklist import Check, release_checklist
 from synth.errors import SynthError
 from synth.methods import FitContext, Synthesizer, make
@@ -163,13 +163,19 @@ class Run:
 
 
     def _settle(self, charge: int | None, status: str) -> None:
-        """The account's charge down to what the ledger spent (nothing, if nothing ran)."""
+        """The account's charge down to what the ledger spent (nothing, if nothing ran). If
+        that fails, the charge keeps its whole reservation, and the run goes on."""
         if charge is None:
             return
         ledger = getattr(self.model, "ledger_", None)
         eps, delta = (0.0, 0.0) if ledger is None or not ledger.entries else (
-            ledger.total_epsilon, ledger.total_delta)  # ∞ without a guarantee: kept in full
-        self.account.settle(charge, eps, delta, status)
+            ledger.total_epsilon, ledger.total_delta)
+        if ledger is not None and not ledger.guaranteed:
+            status = UNBOUNDED
+        try:
+            self.account.settle(charge, eps, delta, status)
+        except Exception:
+            log.exception("settling charge %s failed: it keeps its whole reservation", charge)
 
 
 def _said(exc: Exception) -> str:

@@ -11,6 +11,7 @@ cluster through ``joblib.parallel_config(backend="dask")``).
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -22,6 +23,8 @@ import pandas as pd
 from synth.account import TableAccount
 from synth.errors import ParameterError, SynthError
 from synth.schema import Schema
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,8 @@ def run_job(job: Job, train: pd.DataFrame, test: pd.DataFrame | None, schema: Sc
                       postprocessing_seed=job.seed, account=account)
         record = planned(train, schema, test)
     except Exception as exc:  # one bad configuration must not cost the others
+        if not isinstance(exc, SynthError):
+            log.exception("sweep job %s failed", job)
         spent = planned.spent if planned is not None else None
         return {**row, "ledger_epsilon": spent["total_epsilon"] if spent else 0.0,
                 "ledger_delta": spent["total_delta"] if spent else 0.0,

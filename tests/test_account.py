@@ -3,6 +3,7 @@ steward's limit, shared by processes, kept through crashes."""
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -62,6 +63,28 @@ def test_a_run_past_the_limit_is_refused_before_anything_is_read(sample, store):
     run(table, schema, "independent", 0.5, 1e-6, account=account, measure=False)  # exactly
 
 
+def test_a_run_without_a_guarantee_ends_the_limit(sample, store):
+    table, schema = sample
+    small = table[["sex", "race", "income"]]
+    narrow = schema.drop(c for c in schema.names if c not in small.columns)
+    account = TableAccount.of(small, "small.csv", store)
+    store.set_limit(account.key, "small.csv", 10.0, None)
+    record = run(small, narrow, "private_sampling", 1.0, 1e-6, account=account, measure=False,
+                 params={"allow_no_guarantee": True, "k": 10**6, "d": 1})
+    assert record.ledger["total_epsilon"] is None  # the ledger claims no guarantee
+    assert math.isinf(store.usage(account.key).epsilon)  # nor does the account
+    with pytest.raises(BudgetError, match="over its lifetime limit"):
+        run(small, narrow, "independent", 0.1, 1e-6, account=account)
+
+
+def test_the_account_is_its_owners_and_holds_no_fingerprint(sample, store):
+    table, _ = sample
+    account = TableAccount.of(table, "census.csv", store)
+    assert account.key != table_key(table)  # keyed by an HMAC under a secret beside it
+    for path in (store.path, store.path.with_name(store.path.name + ".secret")):
+        assert path.stat().st_mode & 0o077 == 0, path
+
+
 def test_a_cancelled_run_keeps_what_it_spent(sample, store):
     table, schema = sample
     account = TableAccount.of(table, "census.csv", store)
@@ -111,7 +134,8 @@ def test_a_crash_mid_run_leaves_the_whole_charge(sample, tmp_path):
         [sys.executable, "-m", "synth", "run", str(data), "--schema", str(schema), "--method",
          "dpgan", "--epsilon", "2", "--set", "epochs=1000", "--out", str(tmp_path / "s.csv"),
          "--ledger", str(tmp_path / "l.json"), "--quiet"], env=env, cwd=tmp_path)
-    store, key = Store(tmp_path / "account.sqlite"), table_key(table)
+    store = Store(tmp_path / "account.sqlite")
+    key = store.key(table_key(table))
     try:  # wait for the reservation, however slowly the child starts
         for _ in range(WAIT * 10):
             usage = store.usage(key)

@@ -218,7 +218,8 @@ def test_the_tables_account_counts_every_run_and_refuses_past_its_limit(app, mon
                                                                         tmp_path):
     monkeypatch.setenv("SYNTH_HOME", str(tmp_path))  # this test's own account
     table, _ = load_sample()
-    Store().set_limit(fingerprint(table), "sample", 1.5, None)
+    key = Store().key(fingerprint(table))
+    Store().set_limit(key, "sample", 1.5, None)
     app.switch_page(SYNTH).run()
     assert "ε = 1.5 of its limit 1.5 remains" in texts(app)  # the sidebar, before any run
     run(app)  # ε = 1, the page's default
@@ -226,7 +227,7 @@ def test_the_tables_account_counts_every_run_and_refuses_past_its_limit(app, mon
     run(app)  # another ε = 1: refused before anything is read
     assert any("#2 failed" in e.value and "over its lifetime limit: ε=0.5 of ε=1.5 remain"
                in e.value and "it had spent nothing" in e.value for e in app.error)
-    usage = Store().usage(fingerprint(table))
+    usage = Store().usage(key)
     assert usage.runs == 1 and usage.epsilon == pytest.approx(1.0)  # the refusal cost nothing
 
 

@@ -100,23 +100,28 @@ def first_time(what: str, token: Any) -> bool:
     return True
 
 
-def _fingerprint(ds: Dataset) -> str:
-    """The table's fingerprint, kept per table object (Adult: 0.2 s)."""
+def _fingerprints(ds: Dataset) -> tuple[str, str]:
+    """The table's fingerprints, of its people and of its rows in order, kept per table
+    object (Adult: 0.2 s each); a changed table is a new object (``DataFrame.assign``)."""
     cached = st.session_state.get("fingerprint")
     if cached is None or cached[0] is not ds.table:  # holding the table keeps its id unique
-        cached = st.session_state["fingerprint"] = (ds.table, fingerprint(ds.table))
-    return cached[1]
+        cached = st.session_state["fingerprint"] = (
+            ds.table, fingerprint(ds.table), fingerprint(ds.table, row_order=True))
+    return cached[1], cached[2]
 
 
 def table_key(ds: Dataset) -> str:
-    """The dataset's table and schema, hashed: where a kept result belongs."""
+    """The dataset's rows in order and schema, hashed: where a kept result (a sweep, whose
+    split depends on the order) belongs."""
     described = json.dumps(ds.schema.to_dict(), sort_keys=True, default=str)
-    return hashlib.sha256(f"{_fingerprint(ds)}:{described}".encode()).hexdigest()
+    return hashlib.sha256(f"{_fingerprints(ds)[1]}:{described}".encode()).hexdigest()
 
 
 def account(ds: Dataset) -> TableAccount:
-    """The table's persistent privacy account (under SYNTH_HOME), charged by every run."""
-    return TableAccount(Store(), _fingerprint(ds), ds.name)
+    """The table's persistent privacy account (under SYNTH_HOME), charged by every run. Call
+    it on the page's thread: a background thread has no session."""
+    store = Store()
+    return TableAccount(store, store.key(_fingerprints(ds)[0]), ds.name)
 
 
 def sweep_job() -> runner.SweepJob | None:
