@@ -97,13 +97,17 @@ class Store:
     def key(self, fingerprint: str) -> str:
         """The account's key for a table's fingerprint: an HMAC under this store's secret."""
         secret = self.path.with_name(self.path.name + ".secret")
-        if not secret.exists():
-            try:  # created once, by whichever process comes first
-                fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(fd, "wb") as out:
-                    out.write(secrets.token_bytes(32))
+        if not secret.exists():  # written whole, then linked into place: the first one wins
+            draft = secret.with_name(f"{secret.name}.{os.getpid()}.{secrets.token_hex(4)}")
+            fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(secrets.token_bytes(32))
+            try:
+                os.link(draft, secret)
             except FileExistsError:
                 pass
+            finally:
+                draft.unlink()
         return hmac.new(secret.read_bytes(), fingerprint.encode(), "sha256").hexdigest()
 
     @contextmanager

@@ -106,22 +106,26 @@ from synth.errors import BudgetError
 go = Path(sys.argv[2])
 while not go.exists():  # start together, as closely as the OS allows
     time.sleep(0.001)
+store = Store(sys.argv[1])
+print(store.key("a fingerprint"))  # the secret is made once, whoever comes first
 try:
-    Store(sys.argv[1]).reserve("same table", "t.csv", 0.6, 0.0, "a run")
+    store.reserve("same table", "t.csv", 0.6, 0.0, "a run")
     print("charged")
 except BudgetError:
     print("refused")
 """
 
 
-def test_concurrent_processes_cannot_both_pass_the_limit(store, tmp_path):
+def test_concurrent_processes_cannot_both_pass_the_limit(tmp_path):
+    store = Store(tmp_path / "fresh" / "account.sqlite")  # no secret yet: made concurrently
     store.set_limit("same table", "t.csv", 1.0, None)
     go = tmp_path / "go"
     children = [subprocess.Popen([sys.executable, "-c", CHARGE, str(store.path), str(go)],
                                  stdout=subprocess.PIPE, text=True) for _ in range(4)]
     go.touch()
-    said = sorted(c.communicate(timeout=WAIT)[0].strip() for c in children)
-    assert said == ["charged", "refused", "refused", "refused"]
+    keys, said = zip(*(c.communicate(timeout=WAIT)[0].split() for c in children), strict=True)
+    assert sorted(said) == ["charged", "refused", "refused", "refused"]
+    assert len(set(keys)) == 1 and keys[0] == store.key("a fingerprint")
     assert store.usage("same table").epsilon == pytest.approx(0.6)
 
 
