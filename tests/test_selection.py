@@ -99,11 +99,13 @@ def run(rng, n_ref=(200,), pool_rows=(4000,), eps_step=1.0, distance="l1", t=20,
 @pytest.mark.parametrize("distance", DISTANCES)
 def test_a_strong_selection_matches_the_reference_and_a_weak_one_is_random(distance):
     rng = np.random.default_rng(3)
-    _, _, strong = run(rng, n_ref=(300, 301), pool_rows=(6000, 6000), eps_step=5.0,
+    # fresh noise: ε = 50 a pick keeps every distance far from the threshold (measured on 8
+    # draws per distance: ratios 0.20–0.33; at ε = 5, l2's reached 0.74 and once 0.754)
+    _, _, strong = run(rng, n_ref=(300, 301), pool_rows=(6000, 6000), eps_step=50.0,
                        distance=distance)
     _, _, weak = run(rng, n_ref=(300, 301), pool_rows=(6000, 6000), eps_step=1e-9,
                      distance=distance)
-    assert np.all(strong.distance < 0.75 * weak.distance)
+    assert np.all(strong.distance < 0.5 * weak.distance)
 
 
 @pytest.mark.parametrize("sections", [1, 3])
