@@ -27,14 +27,19 @@ ADULT_BOUNDS = {
 }
 
 
+def cut_points(n: int) -> tuple[int, int]:
+    """Where the protocol cuts n shuffled rows: train ends at ⌊4n/6⌋, validation at ⌊5n/6⌋."""
+    return 4 * n // 6, 5 * n // 6
+
+
 def protocol_split(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(train, validation, test): shuffle with default_rng(0), then ⌊4n/6⌋ / ⌊5n/6⌋ cut points."""
+    """(train, validation, test): shuffle with default_rng(0), then :func:`cut_points`."""
     n = len(table)
     if n < MIN_ROWS:
         raise DataError(f"the protocol split needs at least {MIN_ROWS} rows (train, validation "
                         f"and test each get one), but the table has {n}")
     order = np.random.default_rng(0).permutation(n)
-    a, b = 4 * n // 6, 5 * n // 6
+    a, b = cut_points(n)
     parts = (order[:a], order[a:b], order[b:])
     return tuple(table.iloc[p].reset_index(drop=True) for p in parts)
 

@@ -25,7 +25,7 @@ from synth.errors import SynthError
 from synth.methods import FitContext, Synthesizer, make
 from synth.missing import model_schema
 from synth.privacy.budget import Budget, default_delta, merge_shares
-from synth.protocol import protocol_split
+from synth.protocol import cut_points, protocol_split
 from synth.schema import Schema
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ def split(table: pd.DataFrame, schema: Schema, hold_out: bool = True
 
 def synthesized_rows(n: int, schema: Schema, hold_out: bool = True) -> int:
     """How many of ``n`` rows :func:`split` gives the method (without splitting anything)."""
-    return 5 * n // 6 if hold_out and schema.target is not None else n
+    return cut_points(n)[1] if hold_out and schema.target is not None else n
 
 
 @dataclass(frozen=True)
