@@ -6,18 +6,26 @@ import streamlit as st
 from synth.plots import marginal_chart, tvd_heatmap, utility_chart
 from ui import layout, state
 
-layout.sidebar()
+ds = layout.sidebar()
 st.title("Compare")
 st.warning("Everything on this page uses the real data: it is for your eyes, not part of the "
            "release.", icon="👁️")
 
-runs = {r.name: r for r in state.runs()}
-if not runs:
+tables = list(dict.fromkeys(r.table for r in state.runs()))  # in the order first run
+if not tables:
     st.info("No finished runs yet: make one on the Synthesize page.")
     st.page_link("app_pages/synthesize.py", label="Go to Synthesize", icon="⚙️")
     st.stop()
-
-chosen = [runs[name] for name in st.multiselect("Runs", list(runs), default=list(runs)[-3:])]
+table = ds.name if ds.name in tables else tables[-1]
+if len(tables) > 1:  # runs of different tables are never mixed
+    state.among(f"{state.CHOICE}compare:table", tables)
+    table = st.selectbox("Table", tables, index=tables.index(table),
+                         key=f"{state.CHOICE}compare:table")
+runs = {r.name: r for r in state.runs(table)}
+picked = f"{state.CHOICE}compare:runs:{table}"
+state.among(picked, list(runs))
+chosen = [runs[name] for name in st.multiselect("Runs", list(runs), default=list(runs)[-3:],
+                                                key=picked)]
 if not chosen:
     st.info("Choose at least one run.")
     st.stop()
@@ -45,8 +53,11 @@ with state.guard("Comparing utility"):
         if "error" in r.record.scores:
             st.warning(f"The utility check of {r.name} could not be completed: "
                        f"{r.record.scores['error']}")
-    measured = {r.name: r.record.scores for r in chosen
-                if r.record.scores and "error" not in r.record.scores}
+    scored = [r for r in chosen if r.record.scores and "error" not in r.record.scores]
+    target = scored[0].schema.target if scored else None
+    measured = {r.name: r.record.scores for r in scored if r.schema.target == target}
+    if len(measured) < len(scored):
+        st.caption(f"The utility chart shows runs that predict {target!r}, as the first does.")
     if measured:
         first = next(iter(measured.values()))
         st.plotly_chart(utility_chart(measured, first["majority"], first.get("real_accuracy")),
@@ -60,10 +71,16 @@ with state.guard("Comparing marginals"):
     same = [r for r in chosen if r.real is base.real or r.real.equals(base.real)]
     if len(same) < len(chosen):
         st.caption(f"Marginal charts show runs synthesized from the same rows as {base.name}.")
-    column = st.selectbox("Column", base.schema.names)
-    synthetic = {r.name: r.record.synthetic for r in same}
-    st.plotly_chart(marginal_chart(base.real, synthetic, base.schema, column), width="stretch",
-                    key="marginal")
+    columns = list(dict.fromkeys(name for r in same for name in r.schema.names))
+    state.among(f"{state.CHOICE}compare:column", columns)
+    column = st.selectbox("Column", columns, key=f"{state.CHOICE}compare:column")
+    having = [r for r in same if column in r.schema.names]  # runs may leave columns out
+    if len(having) < len(same):
+        st.caption(f"{column} was left out of " + ", ".join(
+            r.name for r in same if r not in having) + ".")
+    synthetic = {r.name: r.record.synthetic for r in having}
+    st.plotly_chart(marginal_chart(base.real, synthetic, having[0].schema, column),
+                    width="stretch", key="marginal")
 
 st.subheader("2-way TVD per column pair")
 for r, tab in zip(chosen, st.tabs([r.name for r in chosen]), strict=True):

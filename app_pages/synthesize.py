@@ -19,7 +19,7 @@ from synth.plots import (
     ledger_chart,
     progress_chart,
 )
-from synth.privacy.budget import Budget, default_delta, epsilon_text
+from synth.privacy.budget import Budget, cautions, default_delta, epsilon_text
 from synth.privacy.composition import explore
 from synth.privacy.domains import DOMAIN
 from synth.report import release_report, steward_report
@@ -32,7 +32,7 @@ REFRESH = 0.4  # seconds between redraws of a live run
 ds = layout.sidebar()
 st.title("Synthesize")
 schema = ds.schema
-tutorial = st.toggle("Tutorial: explain each control", key="tutorial")
+tutorial = st.toggle("Tutorial: explain each control", key=f"{state.CHOICE}tutorial")
 if schema.proposed:
     st.warning(f"The schema's columns are still proposals read from the table ("
                f"{', '.join(schema.proposed[:5])}{'…' if len(schema.proposed) > 5 else ''}): "
@@ -46,7 +46,8 @@ def explain(text: str) -> None:
         st.caption(f"💡 {text}")
 
 
-method = st.selectbox("Method", list(METHODS), format_func=lambda m: METHODS[m].title)
+method = st.selectbox("Method", list(METHODS), format_func=lambda m: METHODS[m].title,
+                      key=f"{state.CHOICE}method")
 cls = METHODS[method]
 st.caption(f"{cls.summary}  \nSource: {cls.paper}")
 explain("Each method turns the private table into a model under differential privacy, then "
@@ -55,13 +56,15 @@ explain("Each method turns the private table into a model under differential pri
 n = len(ds.table)
 left, right = st.columns(2)
 with left:
-    epsilon = st.select_slider("Total privacy budget ε (log scale)", EPSILONS, value=1.0)
+    epsilon = st.select_slider("Total privacy budget ε (log scale)", EPSILONS, value=1.0,
+                               key=f"{state.CHOICE}epsilon")
     explain("ε bounds how much any one person's row can change what is released: smaller is "
             "more private and noisier. 1 is a common choice; above 8 the guarantee is weak.")
 with right:
     delta = st.number_input(
-        f"δ (default 1/n^1.1 = {default_delta(n):.2e} for n = {n:,})", min_value=0.0,
-        max_value=0.1, value=float(f"{default_delta(n):.2e}"), format="%.2e", step=1e-6)
+        f"δ (default {default_delta(n):.0e}, the largest power of ten ≤ 1/(10n) for n = "
+        f"{n:,})", min_value=0.0, max_value=0.1, value=default_delta(n), format="%.2e",
+        step=1e-6, key=f"{state.TABLE}delta")
     explain("δ is the small chance that the ε guarantee fails; keep it well below 1/n so that "
             "no single row is likely to be exposed.")
 
@@ -72,7 +75,8 @@ if cls.share_param:
     rest = " and ".join(others)
     params[cls.share_param] = st.slider(
         f"Share of the method's ε for {first} (the rest goes to {rest})", 0.05, 0.95,
-        float(default.get_params()[cls.share_param]), 0.05)
+        float(default.get_params()[cls.share_param]), 0.05,
+        key=f"{state.CHOICE}share:{method}")
     explain(f"Moving this slider trades {first} against {rest}; the preview below shows what "
             "each stage's noise means at this split.")
 params.update(parameters.method_inputs(cls, skip=(cls.share_param,)))
@@ -80,18 +84,19 @@ explain("Defaults were chosen from measurements on the Adult census table; fewer
         "smaller pool make a quick trial run. Every parameter's help says what it does.")
 if not schema.releasable:
     shares_given[DOMAIN] = st.slider(
-        "Share of ε for learning data-derived domains privately", 0.05, 0.9, 0.1, 0.05)
+        "Share of ε for learning data-derived domains privately", 0.05, 0.9, 0.1, 0.05,
+        key=f"{state.TABLE}domain-share")
     explain("Columns whose categories or bounds you did not declare public on the Data page "
             "have their domains learned privately first, with this share.")
 seed = st.number_input("Post-processing seed (optional)", min_value=0, value=None, step=1,
-                       placeholder="none",
+                       placeholder="none", key=f"{state.CHOICE}seed",
                        help="Steers only post-processing: initialisation, the searches and "
                             "sampling from the fitted model. Privacy noise is fresh on every "
                             "run, so the same seed twice gives two different releases.")
 seed = None if seed is None else int(seed)
 holdout = schema.target is not None and st.checkbox(
     "Hold out 1/6 of the rows to measure utility honestly (they are not synthesized)",
-    value=True)
+    value=True, key=f"{state.CHOICE}holdout")
 explain("Held-out rows are never shown to the method, so the accuracy of a model trained on the "
         "synthetic table and tested on them is an honest estimate.")
 
@@ -108,9 +113,11 @@ def noise_preview(method: str, params_json: str, rows: int, schema_json: str, ep
 st.subheader("Before you spend anything")
 planned = budget = None
 rows = runs.synthesized_rows(n, schema, holdout)
+for line in cautions(epsilon, delta, rows):
+    st.warning(line, icon=":material/warning:")
 with state.guard("Planning the budget"):
     planned = runs.Run(method, schema, epsilon, delta, params, shares_given, seed,
-                       state.account(ds))
+                       state.account(ds), rows=rows)
     model, budget = planned.model, planned.budget
     st.plotly_chart(budget_chart(budget), width="stretch", key="plan")
     for scale in noise_preview(method, json.dumps(model.get_params()), rows,
@@ -153,10 +160,10 @@ with st.expander("Composition explorer: what n selections may each spend"):
         st.info("Composition with δ = 0 leaves only basic composition: ε/n per step.")
 
 
-def work(run: runs.Run, name: str, private: pd.DataFrame, test: pd.DataFrame | None,
-         schema: Schema, ctx) -> state.Run:
+def work(run: runs.Run, name: str, table: str, private: pd.DataFrame,
+         test: pd.DataFrame | None, schema: Schema, ctx) -> state.Run:
     """What the background thread runs (it never touches Streamlit)."""
-    return state.Run(name, run(private, schema, test, ctx), private, schema)
+    return state.Run(name, table, run(private, schema, test, ctx), private, schema)
 
 
 def release_page(run: state.Run) -> str:
@@ -168,17 +175,29 @@ def steward_page(run: state.Run) -> str:
     return steward_report(run.record.release(), run.record.synthetic, run.real, run.schema)
 
 
-busy = state.job() is not None
-if st.button("Run", type="primary", disabled=busy or planned is None or bool(schema.proposed)):
+def start() -> None:
+    """Start the planned run in the background, charged to the table's account."""
     with state.guard("Starting the run"):
         private, test = runs.split(ds.table, schema, holdout)
         split_note = (f" {cls.share_param}={model.get_params()[cls.share_param]:g}"
                       if cls.share_param else "")
         seed_note = f" seed={seed}" if seed is not None else ""
-        name = f"{cls.title} ε={epsilon:g}{split_note}{seed_note} #{len(state.runs()) + 1}"
+        name = (f"{ds.name}: {cls.title} ε={epsilon:g}{split_note}{seed_note} "
+                f"#{len(state.runs()) + 1}")
         state.start_job(runner.Job(name, seed, epsilon).start(
-            partial(work, planned, name, private, test, schema),
+            partial(work, planned, name, ds.name, private, test, schema),
             ledger=lambda run=planned: run.spent))
+
+
+blocked = ("a run is in progress" if state.job() is not None
+           else "the plan above cannot run" if planned is None
+           else "the schema is not confirmed yet" if schema.proposed else "")
+if st.button("Run", type="primary", disabled=bool(blocked)):
+    state.ask_to_spend("run")
+if blocked:
+    st.caption(f"Run is unavailable: {blocked}.")
+elif state.asked_to_spend("run"):
+    layout.confirm_spending(ds, epsilon, delta, "This run spends at most", start)
 
 
 @st.fragment(run_every=REFRESH)
@@ -228,10 +247,10 @@ if ended is not None and ended.status in (runner.CANCELLED, runner.FAILED):
             st.plotly_chart(ledger_chart(ended.spent), width="stretch", key="stopped-ledger")
             st.json(ended.spent, expanded=False)
 
-finished = state.runs()
+finished = state.runs(ds.name)
 if not finished:
     if state.job() is None:
-        st.info("No runs yet: choose a budget and press Run.")
+        st.info(f"No runs of {ds.name} yet: choose a budget and press Run.")
     st.stop()
 
 run = finished[-1]

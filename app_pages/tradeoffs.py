@@ -16,9 +16,9 @@ from synth.errors import SynthError
 from synth.evaluation import baselines
 from synth.methods import METHODS
 from synth.plots import pareto_chart, sweep_chart
-from synth.privacy.budget import default_delta
+from synth.privacy.budget import cautions, default_delta
 from synth.report import sweep_report
-from synth.runs import split
+from synth.runs import split, synthesized_rows
 from synth.schema import Schema
 from synth.sweep import DEMO, PRESETS, grid, sweep
 from ui import layout, runner, state
@@ -32,28 +32,22 @@ st.title("Trade-offs")
 st.caption("One run answers neither how much privacy to spend nor which method to trust; a "
            "sweep does. Every figure here compares synthetic tables with the real one: for "
            "your eyes, not part of a release.")
-preset = PRESETS[st.selectbox("Preset", list(PRESETS), format_func=lambda k: PRESETS[k].title)]
+chosen = st.selectbox("Preset", list(PRESETS), format_func=lambda k: PRESETS[k].title,
+                      key=f"{state.CHOICE}sweep:preset")
+preset = PRESETS[chosen]  # a preset's methods and ε values are kept under its own keys
 methods = st.multiselect("Methods", [m for m in METHODS if m != "private_sampling"],
-                         default=preset.methods, key=f"sw:methods:{preset.methods}")
+                         default=preset.methods, key=f"{state.CHOICE}sweep:methods:{chosen}")
 epsilons = st.multiselect("ε values", EPSILONS, default=preset.epsilons,
-                          key=f"sw:eps:{preset.epsilons}")
+                          key=f"{state.CHOICE}sweep:epsilons:{chosen}")
 left, right = st.columns(2)
-seeds = int(left.number_input("Seeds", 1, 10, 3))
-demo = right.toggle("Demo settings (quicker)", value=True,
+seeds = int(left.number_input("Seeds", 1, 10, 3, key=f"{state.CHOICE}sweep:seeds"))
+demo = right.toggle("Demo settings (quicker)", value=True, key=f"{state.CHOICE}sweep:demo",
                     help=f"Held fixed in every run: {DEMO}")
 param, values, shares = preset.param, list(preset.values), list(preset.shares)
 if param:
     st.caption(f"Sweeping {param} over {values}.")
 if shares:
     st.caption(f"Sweeping the GAN share over {shares}.")
-
-
-@st.cache_resource
-def finished() -> dict[str, dict[str, pd.DataFrame]]:
-    """Finished sweeps for the server's lifetime, by table and grid: a reload, a new tab or
-    another page brings them back at once. Keyed by the table's contents and schema, so only
-    a session holding the very same table sees them."""
-    return {}
 
 
 @st.cache_data(max_entries=16, show_spinner="Training the real-data tree…")
@@ -64,34 +58,41 @@ def reference(table_key: str, _train: pd.DataFrame, _test: pd.DataFrame, _schema
 
 
 table_key = state.table_key(ds)
-sweeps = finished().setdefault(table_key, {})
+sweeps = state.sweeps().setdefault(table_key, {})
 key = json.dumps([methods, epsilons, seeds, demo, param, values, shares], default=str)
-ended = state.collect_sweep()
-if ended is not None and ended.status == runner.DONE:
-    finished().setdefault(ended.table, {})[ended.key] = ended.result
-    if len(ended.result) < ended.total:
-        st.warning(f"The sweep was stopped: {len(ended.result)} of {ended.total} runs "
-                   "finished; they are kept below.")
-elif ended is not None:
-    st.error(f"The sweep failed: {ended.error}. Earlier sweeps are kept.")
-job = state.sweep_job()
-
-if st.button("Run the sweep", type="primary", disabled=job is not None or not methods
-             or not epsilons):
+for line in cautions(max(epsilons, default=0), 0, len(ds.table)):
+    st.warning(line, icon=":material/warning:")
+jobs, problem = [], "choose at least one method and one ε" if not methods or not epsilons else ""
+if not problem:
     try:
         jobs = grid(methods, epsilons, seeds, param, values, shares, DEMO if demo else None)
     except SynthError as exc:  # a bad grid is the user's to fix: say so, keep the page
-        st.error(f"Could not build the sweep: {exc}")
-    else:
-        train, test = split(ds.table, ds.schema)
-        job = runner.SweepJob(f"sweep of {len(jobs)} runs", 0, max(epsilons),
-                              total=len(jobs), table=table_key, key=key)
-        rows = job.rows  # the thread appends here; the page reads it
-        account = state.account(ds)  # here: the thread has no session to read it from
-        state.start_sweep(job.start(lambda ctx: sweep(
-            jobs, train, test, ds.schema, default_delta(len(train)),
-            on_row=lambda done, total, row: rows.append(row), should_stop=ctx.should_stop,
-            account=account)))
+        problem = str(exc)
+delta = default_delta(synthesized_rows(len(ds.table), ds.schema))  # split's train rows
+
+
+def start() -> None:
+    """Start the sweep in the background, every run charged to the table's account."""
+    train, test = split(ds.table, ds.schema)
+    job = runner.SweepJob(f"{ds.name}: sweep of {len(jobs)} runs", 0, max(epsilons),
+                          total=len(jobs), table=table_key, key=key)
+    rows = job.rows  # the thread appends here; the page reads it
+    account = state.account(ds)  # here: the thread has no session to read it from
+    state.start_sweep(job.start(lambda ctx: sweep(
+        jobs, train, test, ds.schema, delta,
+        on_row=lambda done, total, row: rows.append(row), should_stop=ctx.should_stop,
+        account=account)))
+
+
+blocked = "a sweep is in progress" if state.sweep_job() is not None else problem
+if st.button("Run the sweep", type="primary", disabled=bool(blocked)):
+    state.ask_to_spend("sweep")
+if blocked:
+    st.caption(f"The sweep is unavailable: {blocked}.")
+elif state.asked_to_spend("sweep"):
+    layout.confirm_spending(ds, sum(j.epsilon for j in jobs), delta * len(jobs),
+                            f"This sweep of {len(jobs)} runs spends at most", start,
+                            summed=True)
 
 
 @st.fragment(run_every=REFRESH)
@@ -116,7 +117,8 @@ live()
 
 result = sweeps.get(key) if key in sweeps else (list(sweeps.values())[-1] if sweeps else None)
 if result is None:
-    st.info("No sweep yet: choose a preset and press Run the sweep.")
+    if state.sweep_job() is None:
+        st.info(f"No sweep of {ds.name} yet: choose a preset and press Run the sweep.")
     st.stop()
 if key not in sweeps:
     st.caption("Showing the last sweep; its grid differs from the one chosen above.")

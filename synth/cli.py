@@ -35,7 +35,7 @@ from synth.data import DEFAULT_MAX_BYTES, fingerprint, read_table
 from synth.errors import Cancelled, DataError, ParameterError, SynthError, check_positive
 from synth.methods import METHODS, FitContext, Progress, Spent, StageStarted, parse_settings
 from synth.methods.base import check_rows
-from synth.privacy.budget import default_delta, epsilon_text
+from synth.privacy.budget import cautions, default_delta, epsilon_text
 from synth.protocol import protocol_split
 from synth.schema import Schema, infer_schema, validate
 from synth.sweep import DEMO, PRESETS
@@ -168,7 +168,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     params, shares = parse_settings(args.set or [], args.method)
     delta = args.delta if args.delta is not None else default_delta(len(table))
     run = runs.Run(args.method, schema, args.epsilon, delta, params, shares,
-                   args.postprocessing_seed, TableAccount.of(table, Path(args.data).name))
+                   args.postprocessing_seed, TableAccount.of(table, Path(args.data).name),
+                   rows=len(table))
+    for line in cautions(args.epsilon, delta, len(table)):
+        print(f"caution: {line}", file=sys.stderr)
     if args.rows is not None:  # refused before anything is spent
         check_rows(args.rows, len(schema), "--rows")
     _distinct({"DATA": Path(args.data), "--out": args.out, "--ledger": args.ledger})
@@ -484,7 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--schema", type=Path, required=True)
     run.add_argument("--method", required=True, choices=sorted(METHODS))
     run.add_argument("--epsilon", type=float, required=True)
-    run.add_argument("--delta", type=float, help="default 1/n^1.1 for n rows")
+    run.add_argument("--delta", type=float, help="default: the largest power of ten ≤ 1/(10n)")
     run.add_argument("--postprocessing-seed", type=int, default=None,
                      help="steers post-processing only (initialisation, search, sampling from "
                           "the fitted model); privacy noise is fresh OS entropy on every run, "
@@ -552,7 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="a parameter held fixed for one method (overrides --demo)")
     sw.add_argument("--demo", action="store_true",
                     help="the Trade-offs page's quicker demo settings (synth.sweep.DEMO)")
-    sw.add_argument("--delta", type=float, help="default 1/n^1.1 for n rows")
+    sw.add_argument("--delta", type=float, help="default: the largest power of ten ≤ 1/(10n)")
     sw.add_argument("--jobs", type=int, default=-1, help="parallel runs (default: every core)")
     sw.add_argument("--out", type=Path, required=True)
     sw.add_argument("--quiet", action="store_true", help="no progress bar")

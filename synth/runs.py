@@ -96,16 +96,19 @@ class RunRecord:
 
 class Run:
     """A configured run: the model and budget are made, and every parameter and share
-    checked, at once; nothing is read or spent until it is called."""
+    checked, at once (against ``rows``, the rows the method will see, when given); nothing
+    is read or spent until it is called."""
 
     def __init__(self, method: str, schema: Schema, epsilon: float, delta: float,
                  params: Mapping[str, Any] | None = None,
                  shares: Mapping[str, float] | None = None,
-                 postprocessing_seed: int | None = None, account: TableAccount | None = None):
+                 postprocessing_seed: int | None = None, account: TableAccount | None = None,
+                 rows: int | None = None):
         self.model: Synthesizer = make(method, params)
         self.account = account  # the table's persistent account, charged before the fit
-        # every rule that needs no data, the schema's too; plain values: the command is JSON
-        checked = self.model.check_params(None, model_schema(schema))
+        # every rule that needs no data, the schema's (and, given, the row count's: public
+        # under replace-one) too; plain values: the command is JSON
+        checked = self.model.check_params(rows, model_schema(schema))
         self.method, self.given = method, {k: checked[k] for k in params or {}}
         self.budget = self.model.budget_for(Budget(epsilon, delta, merge_shares(
             self.model.default_shares(schema), dict(shares or {}))), schema)
@@ -191,7 +194,7 @@ def run(table: pd.DataFrame, schema: Schema, method: str, epsilon: float,
         shares: Mapping[str, float] | None = None, postprocessing_seed: int | None = None,
         test: pd.DataFrame | None = None, ctx: FitContext | None = None,
         measure: bool = True, account: TableAccount | None = None) -> RunRecord:
-    """Configure and run at once (δ default 1/n^1.1): see :class:`Run`."""
+    """Configure and run at once (δ by default :func:`default_delta`): see :class:`Run`."""
     delta = default_delta(len(table)) if delta is None else delta
     return Run(method, schema, epsilon, delta, params, shares, postprocessing_seed, account)(
         table, schema, test, ctx, measure=measure)

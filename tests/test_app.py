@@ -83,8 +83,18 @@ def finish(at, key: str = "job"):
     return wait_until(at, lambda a: key not in a.session_state, f"the {key} to end", key)
 
 
+def button(at, label: str):
+    return next(b for b in at.button if b.label == label)
+
+
+def spend(at, label: str = "Run"):
+    """Press ``label``, then confirm the spending the page asks about."""
+    button(at, label).click().run()
+    return button(at, "Spend and run").click().run()
+
+
 def run(at):
-    return finish(run_button(at).click().run())
+    return finish(spend(at))
 
 
 def set_param(at, method: str, name: str, value):
@@ -105,7 +115,7 @@ def test_starts_on_the_bundled_sample(app):
 
 def test_run_shows_the_release_and_keeps_it(app):
     app.switch_page(SYNTH).run()
-    assert "No runs yet" in texts(app)
+    assert "No runs of census demo (bundled sample) yet" in texts(app)
     run(app)
     assert not app.exception and not app.error
     metrics = {m.label: m.value for m in app.metric}
@@ -149,17 +159,17 @@ def test_uploaded_table_learns_its_domains_privately(app):
     app.switch_page(SYNTH).run()
     assert run_button(app).disabled and "still proposals" in texts(app)  # not yet confirmed
     app.switch_page("app_pages/data.py").run()
-    app.checkbox(key="confirm:mine.csv").check().run()
+    app.checkbox(key="table:confirm").check().run()
     assert "proposals read from the table" not in texts(app)
-    app.selectbox(key="edit:mine.csv").set_value("answer").run()  # an edit after confirming
-    app.radio(key="kind:mine.csv:answer").set_value("numeric").run()
+    app.selectbox(key="table:edit").set_value("answer").run()  # an edit after confirming
+    app.radio(key="table:column:kind:answer").set_value("numeric").run()
     next(b for b in app.button if b.label == "Apply to this column").click().run()
     assert any("Editing column 'answer' failed" in e.value for e in app.error)  # y/n
-    app.selectbox(key="edit:mine.csv").set_value("age").run()
-    app.radio(key="kind:mine.csv:age").set_value("categorical").run()
+    app.selectbox(key="table:edit").set_value("age").run()
+    app.radio(key="table:column:kind:age").set_value("categorical").run()
     next(b for b in app.button if b.label == "Apply to this column").click().run()
     assert "3 columns are proposals read from the table" in texts(app)  # confirmed anew
-    app.checkbox(key="confirm:mine.csv").check().run()
+    app.checkbox(key="table:confirm").check().run()
     app.switch_page(SYNTH).run()
     share = next(s for s in app.slider if "learning data-derived domains" in s.label)
     share.set_value(0.5).run()
@@ -191,8 +201,8 @@ def test_a_failed_utility_check_keeps_the_release(app):
     app.sidebar.file_uploader[0].set_value(("onesided.csv", data, "text/csv")).run()
     next(m for m in app.multiselect if m.label.startswith("Columns whose domain")).select(
         "k").select("g").select("label").run()
-    app.selectbox(key="target:onesided.csv").set_value("label").run()
-    app.checkbox(key="confirm:onesided.csv").check().run()
+    app.selectbox(key="table:target").set_value("label").run()
+    app.checkbox(key="table:confirm").check().run()
     app.switch_page(SYNTH).run()
     run(app)
     assert not app.exception and not app.error, [e.value for e in app.error]
@@ -224,9 +234,12 @@ def test_the_tables_account_counts_every_run_and_refuses_past_its_limit(app, mon
     assert "ε = 1.5 of its limit 1.5 remains" in texts(app)  # the sidebar, before any run
     run(app)  # ε = 1, the page's default
     assert "ε = 0.5 of its limit 1.5 remains" in texts(app)
-    run(app)  # another ε = 1: refused before anything is read
-    assert any("#2 failed" in e.value and "over its lifetime limit: ε=0.5 of ε=1.5 remain"
-               in e.value and "it had spent nothing" in e.value for e in app.error)
+    button(app, "Run").click().run()  # another ε = 1: the confirmation refuses it
+    assert "This run spends at most ε = 1, δ = " in texts(app)
+    assert any("more than this table's limit leaves (ε = 0.5" in e.value for e in app.error)
+    assert button(app, "Spend and run").disabled
+    button(app, "Not now").click().run()
+    assert not any(b.label == "Spend and run" for b in app.button)
     usage = Store().usage(key)
     assert usage.runs == 1 and usage.epsilon == pytest.approx(1.0)  # the refusal cost nothing
 
@@ -355,7 +368,7 @@ def test_the_preview_follows_the_budget_split(app):
 def test_tutorial_explains_the_controls(app):
     app.switch_page(SYNTH).run()
     assert not any("💡" in c.value for c in app.caption)
-    app.toggle(key="tutorial").set_value(True).run()
+    app.toggle(key="choice:tutorial").set_value(True).run()
     tips = [c.value for c in app.caption if "💡" in c.value]
     assert len(tips) >= 4 and any("ε bounds" in t for t in tips)
 
@@ -365,7 +378,7 @@ def test_cancel_stops_the_run_and_keeps_earlier_ones(app):
     run(app)
     app.selectbox[0].set_value("dpgan").run()
     set_param(app, "dpgan", "epochs", 1000.0)
-    run_button(app).click().run()
+    spend(app)
     assert app.session_state["job"].status == "running"
     wait_until(app, lambda a: any(b.label == "Cancel" for b in a.button),
                "the Cancel button to appear")
@@ -401,21 +414,21 @@ def test_compare_page_shows_every_chosen_run(app):
 
 
 def test_edit_a_column_on_the_data_page(app):
-    app.selectbox(key="edit:census demo (bundled sample)").set_value("age").run()
-    app.number_input(key="lower:census demo (bundled sample):age").set_value(0.0).run()
-    app.number_input(key="upper:census demo (bundled sample):age").set_value(120.0).run()
+    app.selectbox(key="table:edit").set_value("age").run()
+    app.number_input(key="table:column:lower:age").set_value(0.0).run()
+    app.number_input(key="table:column:upper:age").set_value(120.0).run()
     next(b for b in app.button if b.label == "Apply to this column").click().run()
     assert not app.exception and not app.error
     described = app.dataframe[-1].value.set_index("column")
     assert described.loc["age", "domain"] == "[0, 120]" and described.loc["age", "integer"]
-    app.checkbox(key="integer:census demo (bundled sample):age").uncheck().run()
-    app.selectbox(key="missing:census demo (bundled sample):age").set_value("fill").run()
-    app.number_input(key="fill:census demo (bundled sample):age").set_value(40.0).run()
+    app.checkbox(key="table:column:integer:age").uncheck().run()
+    app.selectbox(key="table:column:missing:age").set_value("fill").run()
+    app.number_input(key="table:column:fill:age").set_value(40.0).run()
     next(b for b in app.button if b.label == "Apply to this column").click().run()
     described = app.dataframe[-1].value.set_index("column")
     assert not described.loc["age", "integer"] and described.loc["age", "missing values"] == "fill"
-    app.selectbox(key="edit:census demo (bundled sample)").set_value("education_years").run()
-    app.radio(key="kind:census demo (bundled sample):education_years").set_value(
+    app.selectbox(key="table:edit").set_value("education_years").run()
+    app.radio(key="table:column:kind:education_years").set_value(
         "categorical").run()
     next(b for b in app.button if b.label == "Apply to this column").click().run()
     described = app.dataframe[-1].value.set_index("column")
@@ -423,8 +436,8 @@ def test_edit_a_column_on_the_data_page(app):
     assert "categories" in described.loc["education_years", "domain"]
     assert described.loc["education_years", "read from the data"]  # re-read: a proposal
     assert "1 columns are proposals read from the table" in texts(app)
-    app.selectbox(key="edit:census demo (bundled sample)").set_value("sex").run()
-    app.radio(key="kind:census demo (bundled sample):sex").set_value("numeric").run()
+    app.selectbox(key="table:edit").set_value("sex").run()
+    app.radio(key="table:column:kind:sex").set_value("numeric").run()
     next(b for b in app.button if b.label == "Apply to this column").click().run()
     assert any("Editing column 'sex' failed" in e.value and "not numbers" in e.value
                for e in app.error)
@@ -460,15 +473,142 @@ def test_load_a_schema_file_on_the_data_page(app):
     schema = app.session_state["dataset"].schema.to_dict()
     for col in schema["columns"]:
         col["public"] = col["name"] != "region"
+    schema["target"] = "sex"
+    age = next(c for c in schema["columns"] if c["name"] == "age")
+    age["upper"] = 120.0
+    app.multiselect(key="table:drop").set_value(["race"]).run()  # choices the file replaces
+    app.selectbox(key="table:target").set_value("").run()
+    app.selectbox(key="table:edit").set_value("age").run()
+    assert app.number_input(key="table:column:upper:age").value != 120.0
     key = "schema-file:census demo (bundled sample)"
     app.file_uploader(key=key).set_value(
         ("mine.json", json.dumps(schema).encode(), "application/json")).run()
     assert not app.exception and not app.error
     assert "1 column domains are data-derived (region)" in texts(app)
+    # every widget shows what the file says
+    public = [c["name"] for c in schema["columns"] if c["public"]]
+    assert app.multiselect(key="table:public").value == public
+    assert app.selectbox(key="table:target").value == "sex"
+    assert app.multiselect(key="table:drop").value == []
+    assert app.number_input(key="table:column:upper:age").value == 120.0
     app.file_uploader(key=key).set_value(("bad.json", b"{not json", "application/json")).run()
     assert any("Loading bad.json failed" in e.value and "not valid JSON" in e.value
                for e in app.error)
     assert "1 column domains are data-derived (region)" in texts(app)  # kept
+
+
+DATA = "app_pages/data.py"
+TRADEOFFS = "app_pages/tradeoffs.py"
+
+
+def upload(at, name: str, n: int):
+    """A small table of ``name`` whose domains are declared public and confirmed."""
+    rows = "\n".join(f"{20 + i % 50},{'abc'[i % 3]},{'yn'[i % 2]}" for i in range(n))
+    at.switch_page(DATA).run()
+    at.sidebar.file_uploader[0].set_value(
+        (name, f"age,group,answer\n{rows}\n".encode(), "text/csv")).run()
+    at.multiselect(key="table:public").set_value(["age", "group", "answer"]).run()
+    at.checkbox(key="table:confirm").check().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    return at
+
+
+def test_choices_survive_navigation_round_trips(app):
+    app.multiselect(key="table:drop").set_value(["region"]).run()
+    app.multiselect(key="table:public").set_value(["age", "sex", "income"]).run()
+    app.selectbox(key="table:target").set_value("").run()  # none
+    app.switch_page(SYNTH).run()
+    app.selectbox(key="choice:method").set_value("dpselect").run()
+    app.select_slider(key="choice:epsilon").set_value(4.0).run()
+    app.slider(key="choice:share:dpselect").set_value(0.7).run()
+    app.number_input(key="param:dpselect:epochs").set_value(3.0).run()
+    app.number_input(key="choice:seed").set_value(7).run()
+    app.switch_page(TRADEOFFS).run()
+    app.multiselect(key=next(m.key for m in app.multiselect if "methods" in m.key)).set_value(
+        ["gsd"]).run()
+    app.number_input(key="choice:sweep:seeds").set_value(2).run()
+    for page in (COMPARE, FEASIBILITY, DATA, SYNTH, DATA, TRADEOFFS, SYNTH, DATA):
+        app.switch_page(page).run()
+        assert not app.exception
+        assert page == FEASIBILITY or not app.error, (page, [e.value for e in app.error])
+    assert app.multiselect(key="table:drop").value == ["region"]
+    assert app.multiselect(key="table:public").value == ["age", "sex", "income"]
+    assert app.selectbox(key="table:target").value == ""
+    assert app.session_state["dataset"].schema.target is None
+    assert "region" not in app.session_state["dataset"].schema.names  # what the run uses
+    app.switch_page(SYNTH).run()
+    assert app.selectbox(key="choice:method").value == "dpselect"
+    assert app.select_slider(key="choice:epsilon").value == 4.0
+    assert app.slider(key="choice:share:dpselect").value == 0.7
+    assert app.number_input(key="param:dpselect:epochs").value == 3.0
+    assert app.number_input(key="choice:seed").value == 7
+    assert "learning data-derived domains" in " ".join(s.label for s in app.slider)
+    app.switch_page(TRADEOFFS).run()
+    assert next(m for m in app.multiselect if "methods" in m.key).value == ["gsd"]
+    assert app.number_input(key="choice:sweep:seeds").value == 2
+
+
+def test_two_tables_in_one_session_keep_their_runs_apart(app):
+    app.multiselect(key="table:drop").set_value(["region"]).run()
+    app.switch_page(SYNTH).run()
+    run(app)
+    app.number_input(key="table:delta").set_value(0.0).run()  # δ = 0: this one fails
+    run(app)
+    assert any("failed" in e.value for e in app.error)
+    upload(app, "mine.csv", 600)  # switching tables clears what belonged to the sample
+    assert app.multiselect(key="table:drop").value == []
+    app.switch_page(SYNTH).run()
+    assert not app.error and "Release:" not in texts(app)  # neither the failure nor #1
+    assert "No runs of mine.csv yet" in texts(app)
+    assert app.number_input(key="table:delta").value > 0  # mine.csv's own default δ
+    run(app)
+    assert any(s.value.startswith("Release: mine.csv: Independent") for s in app.subheader)
+    app.switch_page(COMPARE).run()
+    table = app.selectbox(key="choice:compare:table")
+    assert table.value == "mine.csv" and set(table.options) == {
+        "mine.csv", "census demo (bundled sample)"}
+    runs = app.multiselect(key="choice:compare:runs:mine.csv")
+    assert runs.options == [r for r in runs.options if r.startswith("mine.csv: ")] and runs.value
+    table.set_value("census demo (bundled sample)").run()
+    assert not app.exception and not app.error
+    shown = app.multiselect(key="choice:compare:runs:census demo (bundled sample)").value
+    assert shown and all(r.startswith("census demo (bundled sample): ") for r in shown)
+
+
+def test_compare_handles_runs_with_different_columns(app):
+    app.switch_page(SYNTH).run()
+    run(app)
+    app.switch_page(DATA).run()
+    app.multiselect(key="table:drop").set_value(["occupation"]).run()
+    app.switch_page(SYNTH).run()
+    run(app)
+    app.switch_page(COMPARE).run()
+    assert len(app.multiselect(key="choice:compare:runs:census demo (bundled sample)").value) \
+        == 2
+    app.selectbox(key="choice:compare:column").set_value("occupation").run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    assert "occupation was left out of census demo (bundled sample): Independent marginals " \
+           "ε=1 #2" in texts(app)
+    assert len(app.get("plotly_chart")) >= 3  # utility, the marginal and a heat map
+
+
+def test_guard_rails_warn_and_say_why_run_is_unavailable(app):
+    upload(app, "tiny.csv", 30)
+    app.switch_page(SYNTH).run()
+    assert any("Only 30 rows" in w.value for w in app.warning)
+    assert not any("weak guarantee" in w.value for w in app.warning)
+    app.select_slider(key="choice:epsilon").set_value(8.0).run()
+    assert any("ε = 8 is a weak guarantee" in w.value for w in app.warning)
+    assert not any("above 1/(10n)" in w.value for w in app.warning)  # the default δ is not
+    app.number_input(key="table:delta").set_value(0.01).run()
+    assert any("above 1/(10n) = 0.0033" in w.value for w in app.warning)
+    app.selectbox(key="choice:method").set_value("dpgan").run()
+    assert run_button(app).disabled
+    assert any("batch_size (128) must be smaller than the table (30 rows)" in e.value
+               for e in app.error)
+    assert "Run is unavailable: the plan above cannot run" in texts(app)
+    app.selectbox(key="choice:method").set_value("gsd").run()
+    assert not run_button(app).disabled and not app.error
 
 
 # Pierquin et al.'s Table 2 as printed (ε = 1, d = 2, δ = 1/4, γ = 1/8): k·m^¾ at most, m_lo;
@@ -548,17 +688,15 @@ def test_feasibility_page_runs_algorithm_1_on_a_test_cube(app):
     assert any("no DP claim" in c.value for c in app.caption)
 
 
-TRADEOFFS = "app_pages/tradeoffs.py"
-
 
 def test_tradeoffs_page_runs_a_sweep_and_keeps_it(app):
     st.cache_resource.clear()  # finished sweeps outlive sessions: start from none
     app.switch_page(TRADEOFFS).run()
-    assert not app.exception and any("No sweep yet" in i.value for i in app.info)
+    assert not app.exception and any("No sweep of" in i.value for i in app.info)
     app.multiselect[0].set_value(["independent"]).run()
     app.multiselect[1].set_value([0.5, 2.0]).run()
     app.number_input[0].set_value(1).run()
-    next(b for b in app.button if b.label == "Run the sweep").click().run()
+    spend(app, "Run the sweep")
     finish(app, "sweep_job")
     assert not app.exception and not app.error
     assert any(s.value == "2 runs" for s in app.subheader)
@@ -584,12 +722,12 @@ def test_a_cancelled_sweep_keeps_its_finished_runs(app):
     app.switch_page(TRADEOFFS).run()
     app.multiselect[0].set_value(["independent"]).run()
     app.multiselect[1].set_value([0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]).run()
-    next(b for b in app.button if b.label == "Run the sweep").click().run()
+    spend(app, "Run the sweep")
     wait_until(app, lambda a: a.session_state["sweep_job"].rows, "the sweep's first run",
                "sweep_job", rerun=False)
     app.session_state["sweep_job"].cancel()  # what the Cancel button does
     finish(app, "sweep_job")
     assert not app.exception
-    assert any("The sweep was stopped" in w.value for w in app.warning)
+    assert any("the rest were cancelled" in t.value for t in app.toast)
     kept = app.dataframe[-1].value
     assert 1 <= len(kept) < 24

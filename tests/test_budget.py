@@ -6,7 +6,15 @@ import math
 import pytest
 
 from synth.errors import BudgetError
-from synth.privacy.budget import STOPPED, Budget, Ledger, default_delta, merge_shares
+from synth.privacy.budget import (
+    SMALL_TABLE,
+    STOPPED,
+    Budget,
+    Ledger,
+    cautions,
+    default_delta,
+    merge_shares,
+)
 from synth.privacy.composition import dp_to_zcdp
 from synth.privacy.events import (
     RELATION,
@@ -146,6 +154,18 @@ def test_merge_shares_fills_the_rest_in_proportion():
         merge_shares(defaults, {"domain": 0.6, "gan": 0.4})
 
 
-def test_default_delta_is_below_one_over_n():
-    for n in (10, 4000, 32561, 10**7):
-        assert 0 < default_delta(n) < 1 / n
+def test_default_delta_is_a_power_of_ten_within_the_guard_rail():
+    for n in (*range(1, 2000), 4000, 32561, 10**7, 10**7 + 1, 123456789):
+        delta = default_delta(n)
+        assert delta <= 1 / (10 * n) < 10 * delta, n  # the largest such power of ten
+        assert f"{delta:.0e}".startswith("1e"), n
+        if n >= SMALL_TABLE:
+            assert not cautions(0.5, delta, n), n  # the default raises no caution
+
+
+def test_cautions_speak_from_the_thresholds():
+    assert any("weak guarantee" in c for c in cautions(5, 1e-9, 10**6))
+    assert not cautions(4.99, 1e-9, 10**6)
+    assert any("about 2 of these 1,000 rows" in c for c in cautions(1, 0.002, 1000))
+    assert not cautions(1, 1e-4, 1000)  # exactly 1/(10n)
+    assert any("Only 999 rows" in c for c in cautions(1, 1e-9, 999))

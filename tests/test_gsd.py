@@ -12,6 +12,7 @@ from synth.errors import BudgetError, Cancelled, ParameterError
 from synth.methods import FitContext, Progress, make
 from synth.methods.gsd.method import (
     QUERIES,
+    ROWS,
     measure_workload,
     measurement_event,
     select_workloads,
@@ -337,7 +338,7 @@ def test_cancel_stops_within_a_round_and_keeps_a_true_ledger(small):
     ({"rounds": "many"}, 1.0, ParameterError,
      "rounds \\(T\\) must be an integer or null, got 'many'"),
     ({"rows": 0}, 1.0, ParameterError, "rows must be an integer ≥ 1"),
-    ({"rows": float("inf")}, 1.0, ParameterError, "rows must be an integer, got inf"),
+    ({"rows": float("inf")}, 1.0, ParameterError, "rows must be an integer or null, got inf"),
     ({"per_round": 0}, 1.0, ParameterError, "per_round \\(S\\) must be an integer ≥ 1"),
     ({"queries": "cat4"}, 1.0, ParameterError, "queries must be classes joined by"),
     ({"queries": "cat2+cat2"}, 1.0, ParameterError, "lists a class twice"),
@@ -369,3 +370,16 @@ def test_preview_matches_what_the_fit_records(fitted, small):
     with pytest.raises(ParameterError, match="rounds × per_round = 50 exceeds the 10"):
         make("gsd", {"rounds": 50}).preview(len(frame), schema,  # refused as the fit would
                                             Budget(1.0, 1e-6, {QUERIES: 1.0}))
+
+
+@pytest.mark.parametrize("n", [25, 400])
+def test_the_search_is_no_larger_than_the_table_by_default(small, n):
+    """A tiny table gets a search over as many rows as it has (n is public under replace-one),
+    not 2,000 rows that its noise-dominated answers cannot steer."""
+    frame, schema = small
+    model = make("gsd", {"rounds": 2, "max_generations": 500})
+    model.fit(frame.head(n), schema, Budget(1.0, 1e-3), FitContext(postprocessing_seed=0))
+    assert model.table_.shape[0] == min(n, ROWS) and len(model.sample()) == n
+    assert make("gsd", {"rows": 30, "rounds": 1, "max_generations": 50}).fit(
+        frame.head(n), schema, Budget(1.0, 1e-3), FitContext(postprocessing_seed=0)
+    ).table_.shape[0] == 30  # as given

@@ -6,6 +6,8 @@ of every page run (AppTest reruns only the page script under st.navigation).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
 from synth.account import Usage
@@ -27,8 +29,37 @@ def spent_words(usage: Usage) -> str:
             f"its limit {usage.limit_epsilon:g} remains")
 
 
+def confirm_spending(ds: state.Dataset, epsilon: float, delta: float, what: str,
+                     action: Callable[[], None], summed: bool = False) -> None:
+    """Ask before ``action`` spends (ε, δ) of the table's account (``summed`` over a sweep's
+    runs): what it spends, what the table has spent, and whether its limit allows it (the
+    account refuses otherwise)."""
+    with st.container(border=True), state.guard("Reading the privacy account"):
+        usage = state.account(ds).usage()
+        eps_left, delta_left = usage.remaining
+        sigma = "Σ" if summed else ""
+        st.markdown(f"**{what} {sigma}ε = {epsilon_text(epsilon)}, {sigma}δ = {delta:.2g}** "
+                    f"from the privacy account of {ds.name}.")
+        st.caption(spent_words(usage) + ". Runs add up: ε and δ are summed over all of "
+                   "them (basic composition).")
+        over = epsilon > eps_left or delta > delta_left
+        if over:
+            st.error(f"That is more than this table's limit leaves (ε = "
+                     f"{epsilon_text(eps_left)}, δ = {delta_left:.2g}): it would be refused. "
+                     "Spend less, or raise the limit with `python -m synth account limit`.")
+        yes, no = st.columns(2)
+        if yes.button("Spend and run", type="primary", disabled=over):
+            state.answered()
+            action()
+            st.rerun()
+        if no.button("Not now"):
+            state.answered()
+            st.rerun()
+
+
 def sidebar() -> state.Dataset:
     """Draw the dataset picker; return the dataset the page should use."""
+    state.keep_choices()
     with st.sidebar:
         st.header("Dataset")
         upload = st.file_uploader(
@@ -50,14 +81,42 @@ def sidebar() -> state.Dataset:
                      disabled=state.dataset().name == state.SAMPLE_NAME):
             state.reset_dataset()
         ds = state.dataset()
-        ended = state.collect()  # a run that finished while any page was open
-        if ended is not None and ended.status == runner.DONE:
-            st.toast(f"Finished: {ended.name}", icon="✅")
+        announce(state.collect(), state.collect_sweep())  # ended while any page was open
         st.caption(f"**{ds.name}**: {len(ds.table):,} rows × {ds.table.shape[1]} columns")
         done = len(state.runs())
         st.caption(f"{done} finished run{'s' * (done != 1)} this session")
         with state.guard("Reading the privacy account"):
             st.caption(spent_words(state.account(ds).usage()))
-        if state.job() is not None:
-            st.caption(f"⏳ running: {state.job().name}")
+        watch()
     return ds
+
+
+def announce(run: runner.Job | None, sweep: runner.SweepJob | None) -> None:
+    """Say on whatever page is open that a run or a sweep has ended, and how."""
+    for job in (run, sweep):
+        if job is None:
+            continue
+        if job.status == runner.DONE:
+            done = (f" ({len(job.result)} of {job.total} runs; the rest were cancelled)"
+                    if isinstance(job, runner.SweepJob) and len(job.result) < job.total
+                    else "")
+            st.toast(f"Finished: {job.name}{done}", icon=":material/check_circle:")
+        elif job.status == runner.CANCELLED:
+            st.toast(f"Cancelled: {job.name}", icon=":material/cancel:")
+        else:
+            st.toast(f"Failed: {job.name}: {job.error}", icon=":material/error:")
+
+
+def watch() -> None:
+    """While a run or a sweep is in progress, check every second whether it has ended, and
+    then rerun the page so that :func:`announce` tells it (the page itself may be idle)."""
+    busy = [j for j in (state.job(), state.sweep_job()) if j is not None]
+
+    @st.fragment(run_every=1.0 if busy else None)
+    def check() -> None:
+        if any(j.status != runner.RUNNING for j in busy):
+            st.rerun(scope="app")
+        for job in busy:
+            st.caption(f":material/hourglass_top: running: {job.name}")
+
+    check()

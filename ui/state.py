@@ -23,6 +23,9 @@ from ui import runner
 log = logging.getLogger(__name__)
 
 SAMPLE_NAME = "census demo (bundled sample)"
+CHOICE, TABLE = "choice:", "table:"  # widget keys: the session's choices; the current table's
+COLUMN_EDIT = f"{TABLE}column:"  # the Data page's column editor, re-read when the schema moves
+KEPT = (CHOICE, TABLE, "param:", "fz:")  # every widget key a page's choice lives under
 
 
 @dataclass
@@ -39,7 +42,8 @@ class Dataset:
 class Run:
     """A finished synthesis, kept for the session under a descriptive name."""
 
-    name: str
+    name: str  # starts with the table's name
+    table: str  # the name of the table it was synthesized from
     record: RunRecord  # the release, its configuration and the steward's measurements
     real: pd.DataFrame  # the rows it was synthesized from: for comparisons, never released
     schema: Schema  # the working schema of the run (may hold data-derived domains)
@@ -58,14 +62,42 @@ def dataset() -> Dataset:
     return st.session_state["dataset"]
 
 
+def keep_choices() -> None:
+    """Keep every page's choices for the session. Streamlit forgets a widget's value when a
+    page without that widget runs; a value written back through the Session State API is
+    kept, so the sidebar (drawn first on every page) writes each choice back."""
+    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(KEPT)]:
+        st.session_state[key] = st.session_state[key]
+
+
+def among(key: str, options: list) -> None:
+    """Drop what a kept choice holds that ``options`` no longer offer (an edited target, a
+    column gone), so the widget shows a valid choice instead of failing."""
+    value = st.session_state.get(key)
+    if isinstance(value, list):
+        st.session_state[key] = [v for v in value if v in options]
+    elif key in st.session_state and value not in options:
+        del st.session_state[key]
+
+
+def _forget(prefix: str) -> None:
+    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(prefix)]:
+        del st.session_state[key]
+
+
 def set_dataset(ds: Dataset) -> None:
+    """Switch tables: what belonged to the old one (its Data page choices, its δ, a failed
+    run's message) goes; runs and sweeps stay, each under its own table's name."""
     st.session_state["dataset"] = ds
-    st.session_state.pop(f"confirm:{ds.name}", None)  # a new table's proposals are unconfirmed
+    _forget(TABLE)
+    for key in ("last_job", "asked"):
+        st.session_state.pop(key, None)
 
 
 def reset_dataset() -> None:
     """Back to the bundled sample (an upload already read is not read again)."""
-    st.session_state.pop("dataset", None)
+    table, schema = _sample()
+    set_dataset(Dataset(SAMPLE_NAME, table, schema, schema))
 
 
 def set_schema(schema: Schema) -> None:
@@ -73,18 +105,19 @@ def set_schema(schema: Schema) -> None:
 
 
 def set_base(schema: Schema, fresh_choices: bool = False) -> None:
-    """A new base schema: an edited column keeps the Data page's choices; a loaded file
-    (``fresh_choices``) restarts them from what it says is public and the target."""
+    """A new base schema, to be confirmed anew. The column editor re-reads it; an edited
+    column keeps the Data page's other choices, while a loaded file (``fresh_choices``)
+    restarts them all from what it says (public domains, target)."""
     ds = dataset()
     ds.base = ds.schema = schema
-    st.session_state.pop(f"confirm:{ds.name}", None)  # a changed schema is confirmed anew
-    if fresh_choices:
-        for choice in ("public", "drop", "target"):
-            st.session_state.pop(f"{choice}:{ds.name}", None)
+    _forget(TABLE if fresh_choices else COLUMN_EDIT)
+    st.session_state.pop(f"{TABLE}confirm", None)
 
 
-def runs() -> list[Run]:
-    return st.session_state.setdefault("runs", [])
+def runs(table: str | None = None) -> list[Run]:
+    """The session's finished runs, in order; of one table only if ``table`` is given."""
+    every = st.session_state.setdefault("runs", [])
+    return every if table is None else [r for r in every if r.table == table]
 
 
 def add_run(run: Run) -> None:
@@ -124,6 +157,19 @@ def account(ds: Dataset) -> TableAccount:
     return TableAccount(store, store.key(_fingerprints(ds)[0]), ds.name)
 
 
+def ask_to_spend(what: str) -> None:
+    """Remember that Run (or Run the sweep) was pressed: the page asks before spending."""
+    st.session_state["asked"] = what
+
+
+def asked_to_spend(what: str) -> bool:
+    return st.session_state.get("asked") == what
+
+
+def answered() -> None:
+    st.session_state.pop("asked", None)
+
+
 def sweep_job() -> runner.SweepJob | None:
     """The sweep in progress (or finished but not yet collected), if any."""
     return st.session_state.get("sweep_job")
@@ -133,12 +179,23 @@ def start_sweep(new: runner.SweepJob) -> None:
     st.session_state["sweep_job"] = new
 
 
+@st.cache_resource
+def sweeps() -> dict[str, dict[str, pd.DataFrame]]:
+    """Finished sweeps for the server's lifetime, by table (:func:`table_key`) and grid: a
+    reload, a new tab or another page brings them back at once. Keyed by the table's
+    contents and schema, so only a session holding the very same table sees them."""
+    return {}
+
+
 def collect_sweep() -> runner.SweepJob | None:
-    """Forget a finished sweep and return it (None while it runs or when there is none)."""
+    """Keep a finished sweep's runs (any that finished, if it stopped early) and forget the
+    job; return it (None while it runs or when there is none)."""
     current = sweep_job()
     if current is None or current.status == runner.RUNNING:
         return None
     del st.session_state["sweep_job"]
+    if current.status == runner.DONE:
+        sweeps().setdefault(current.table, {})[current.key] = current.result
     return current
 
 

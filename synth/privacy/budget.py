@@ -29,10 +29,37 @@ MIN_EPSILON, MAX_EPSILON = 1e-9, 1e9
 
 
 def default_delta(n: int) -> float:
-    """δ = 1/n^1.1: below 1/n, so no single record is likely to be exposed."""
+    """δ = the largest power of ten at most 1/(10n) (n = 5,000: 1e-5): well below 1/n, so no
+    record is likely to be exposed (see :func:`cautions`), and a number a steward can read."""
     if n < 1:
         raise BudgetError(f"row count must be ≥ 1 to choose a default delta, got {n}")
-    return float(n) ** -1.1
+    digits = math.ceil(math.log10(10 * n))
+    return 10.0 ** -(digits + (10.0 ** -digits > 1 / (10 * n)))  # log10 may round down
+
+
+WEAK_EPSILON = 5.0  # from here on a guarantee is weak (DP Wizard warns from 5 too)
+SMALL_TABLE = 1000  # rows: below this the noise that hides one row is as large as the counts
+
+
+def cautions(epsilon: float, delta: float, n: int) -> list[str]:
+    """What a steward should hear before spending (ε, δ) on n rows: a weak ε, a δ that could
+    expose rows, a table too small for much to survive the noise. Advice, not refusals."""
+    said = []
+    if epsilon >= WEAK_EPSILON:
+        said.append(f"ε = {epsilon:g} is a weak guarantee: what is released may be e^ε ≈ "
+                    f"{math.exp(epsilon):,.0f} times likelier with one person in the table than "
+                    f"without; ε ≤ 1 is the usual choice and ε ≥ {WEAK_EPSILON:g} rarely "
+                    "defensible.")
+    if n >= 1 and delta > 1 / (10 * n):
+        said.append(f"δ = {delta:.2g} is above 1/(10n) = {1 / (10 * n):.2g}: a mechanism that "
+                    f"publishes each row outright with probability δ meets (ε, δ)-DP, and would "
+                    f"publish about {n * delta:.3g} of these {n:,} rows. Keep δ well below 1/n "
+                    "(the default is the largest power of ten at most 1/(10n)).")
+    if n < SMALL_TABLE:
+        said.append(f"Only {n:,} rows: one person is 1/{n:,} of every count, so the noise that "
+                    "hides them is about as large as the counts themselves. Expect a synthetic "
+                    "table that keeps only the coarsest patterns.")
+    return said
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,16 @@ QUERIES = "queries"  # the budget stage: choosing and measuring workloads
 PROJECT = "project"  # the event stage of the search (free post-processing)
 
 
+ROWS = 2000  # N' by default: enough for Adult's marginals (benchmarks/gsd.py)
+
+
+def synthetic_rows(rows: int | None, n: int) -> int:
+    """N': as given, or n up to :data:`ROWS`. A tiny table gets a search as small as itself
+    (25 rows: 5 s, against 120 s over 2,000 rows that noise-dominated answers cannot steer);
+    n is public under replace-one."""
+    return min(ROWS, n) if rows is None else int(rows)
+
+
 def default_rounds(epsilon: float) -> int:
     """T by ε, from benchmarks/gsd.py on Adult (2-way categorical + binary-tree marginals)."""
     return 20 if epsilon < 2 else 30
@@ -65,7 +75,7 @@ class GSD(Synthesizer):
     rounds : T, adaptive rounds (default: by ε, see :func:`default_rounds`).
     per_round : S, workloads selected per round.
     one_shot : measure every workload once instead of selecting adaptively.
-    rows : N', rows of the synthetic table.
+    rows : N', rows of the synthetic table (default: n up to :data:`ROWS`).
     mutations, crossovers : candidates per generation of each kind.
     elite : elite set size E.
     max_generations : generations per projection (early stop usually ends it sooner).
@@ -92,8 +102,9 @@ class GSD(Synthesizer):
               help="Worst-answered workloads selected and measured in each round."),
         Param("one_shot", bool, label="One shot",
               help="Measure every workload once and project once, instead of adaptively."),
-        Param("rows", int, low=1, label="Synthetic rows",
-              help="Rows of the table the genetic search fits; the release resamples them."),
+        Param("rows", int, low=1, optional=True, label="Synthetic rows",
+              help=f"Rows of the table the genetic search fits; the release resamples them. "
+                   f"Empty takes the table's row count, up to {ROWS:,}."),
         Param("mutations", int, low=0, label="Mutations per generation",
               help="Mutated candidates the search tries in each generation."),
         Param("crossovers", int, low=0, label="Crossovers per generation",
@@ -109,7 +120,7 @@ class GSD(Synthesizer):
                    "draw."))
 
     def __init__(self, queries: str = "cat2+bt", rounds: int | None = None, per_round: int = 1,
-                 one_shot: bool = False, rows: int = 2000, mutations: int = 50,
+                 one_shot: bool = False, rows: int | None = None, mutations: int = 50,
                  crossovers: int = 50, elite: int = 2, max_generations: int = 200_000,
                  levels: int = 5, random_queries: int = 10_000):
         self.queries = queries
@@ -153,7 +164,8 @@ class GSD(Synthesizer):
             raise ParameterError("mutations + crossovers must be ≥ 1")
         if schema is None:
             return
-        check_rows(values["rows"], len(schema), "rows")  # its synthetic table is in memory
+        if values["rows"] is not None:
+            check_rows(values["rows"], len(schema), "rows")  # its synthetic table is in memory
         workloads, _ = plan_size([c.kind == CATEGORICAL for c in schema], classes,
                                  values["levels"], values["random_queries"])
         if values["rounds"] is not None and not values["one_shot"]:
@@ -192,9 +204,10 @@ class GSD(Synthesizer):
                         random_queries=int(self.random_queries))
         run = self._start(classes, n)
         self._answer(run, space, data, ctx)
-        table = space.random(int(self.rows), self.rng_)  # round 1 scores and starts from it
+        self.rows_ = synthetic_rows(self.rows, n)
+        table = space.random(self.rows_, self.rng_)  # round 1 scores and starts from it
         ctx.stage(PROJECT, run.rounds, f"{run.rounds} round(s) of select, measure and genetic "
-                                       f"search over {int(self.rows):,} rows")
+                                       f"search over {self.rows_:,} rows")
         if self.one_shot:
             self._measure(run, np.arange(run.first[-1]), 1)
         for t in range(1, run.rounds + 1):
@@ -255,7 +268,7 @@ class GSD(Synthesizer):
     def _project(self, run: _Rounds, space: Space, table: np.ndarray, t: int,
                  ctx: FitContext) -> np.ndarray:
         """Round t's genetic search from ``table`` toward every measurement so far."""
-        result = project(space, run.classes, run.targets, run.weights, int(self.rows),
+        result = project(space, run.classes, run.targets, run.weights, self.rows_,
                          self.rng_, init=table, mutations=int(self.mutations),
                          crossovers=int(self.crossovers), elite=int(self.elite),
                          max_generations=int(self.max_generations),
