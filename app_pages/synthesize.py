@@ -27,7 +27,8 @@ from synth.schema import Schema
 from ui import layout, parameters, runner, state
 
 EPSILONS = [0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
-REFRESH = 0.4  # seconds between redraws of a live run
+REFRESH = 0.4  # seconds between redraws of a live run's progress
+CHARTS = 2.0  # seconds between redraws of its curves
 
 ds = layout.sidebar()
 st.title("Synthesize")
@@ -217,18 +218,28 @@ def live() -> None:
     st.caption(f"{job.seconds:.0f} s so far; ε charged to the ledger (before each mechanism "
                f"runs): {epsilon_text(charged)} of {job.epsilon:g}"
                + (" — cancelling…" if job.cancelling else ""))
-    measured = [name for name, stage in stages.items() if stage.measured]
+    if st.button("Cancel", disabled=job.cancelling):
+        job.cancel()
+
+
+@st.fragment(run_every=CHARTS)
+def live_charts() -> None:
+    """The run's measured curves, redrawn less often than its progress: drawing them costs
+    the browser, and the browser shares the machine with the training."""
+    job = state.job()
+    if job is None or job.status != runner.RUNNING:
+        return
+    measured = [name for name, stage in job.overview()[0].items() if stage.measured]
     for name in measured:
         st.plotly_chart(progress_chart(list(job.events), name), width="stretch",
                         key=f"live:{name}")
     if measured:
         st.caption("Losses are measured on real rows and distances against the real marginals: "
                    "these curves are for your eyes, not part of the release.")
-    if st.button("Cancel", disabled=job.cancelling):
-        job.cancel()
 
 
 live()
+live_charts()
 
 ended = state.last_job()
 if ended is not None and ended.status in (runner.CANCELLED, runner.FAILED):

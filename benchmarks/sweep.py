@@ -135,6 +135,7 @@ def run_in_browser(playwright, seeds: int) -> dict:
             sampler.start()
             started = time.perf_counter()
             page.get_by_role("button", name="Run the sweep").click()
+            page.get_by_role("button", name="Spend and run").click()  # the confirmation
             progress = page.get_by_test_id("stProgress")
             progress.first.wait_for(timeout=60_000)
             total = progress.first.inner_text().split(" of ")[1].split()[0]

@@ -198,6 +198,9 @@ class TableAccount:
     def reserve(self, epsilon: float, delta: float, what: str) -> int:
         return self.store.reserve(self.key, self.name, epsilon, delta, what)
 
+    def set_limit(self, epsilon: float, delta: float | None = None) -> Usage:
+        return self.store.set_limit(self.key, self.name, epsilon, delta)
+
     def settle(self, charge: int, epsilon: float, delta: float, status: str) -> None:
         self.store.settle(charge, epsilon, delta, status)
 

@@ -101,13 +101,18 @@ def budget_chart(budget: Budget) -> go.Figure:
     return fig
 
 
-def progress_chart(events: Iterable[Event], stage: str) -> go.Figure:
+def progress_chart(events: Iterable[Event], stage: str, points: int = 400) -> go.Figure:
     """Every metric a stage reports against its step (or its ``generation`` metric, for a
-    search whose steps are rounds); the ε of the steps taken (DP-SGD) gets a panel of its own."""
+    search whose steps are rounds); the ε of the steps taken (DP-SGD) gets a panel of its own.
+    At most about ``points`` reports are drawn, evenly spaced and the latest always among
+    them: a live view redraws this chart while the run trains, and the browser's work grows
+    with its points."""
     from plotly.subplots import make_subplots
 
     rows = [{"step": e.step, **e.metrics} for e in events
             if isinstance(e, Progress) and e.stage == stage and e.metrics]
+    stride = max(1, -(-len(rows) // points))  # ceil
+    rows = rows[::-1][::stride][::-1]  # from the latest back
     frame = pd.DataFrame(rows, columns=["step"] if not rows else None)
     steps = frame.pop("step")
     axis = "generation" if "generation" in frame else "step"

@@ -244,6 +244,16 @@ def test_the_tables_account_counts_every_run_and_refuses_past_its_limit(app, mon
     assert usage.runs == 1 and usage.epsilon == pytest.approx(1.0)  # the refusal cost nothing
 
 
+def test_the_sidebar_sets_the_tables_limit(app, monkeypatch, tmp_path):
+    monkeypatch.setenv("SYNTH_HOME", str(tmp_path))
+    assert "(no limit set)" in texts(app)
+    app.sidebar.number_input(key="table:limit").set_value(2.5).run()
+    button(app, "Set the limit").click().run()
+    assert "ε = 2.5 of its limit 2.5 remains" in texts(app)
+    table, _ = load_sample()
+    assert Store().usage(Store().key(fingerprint(table))).limit_epsilon == 2.5  # the CLI's too
+
+
 def test_schema_choices_on_the_data_page(app):
     drop = next(m for m in app.multiselect if m.label.startswith("Columns to leave out"))
     drop.select("region").run()

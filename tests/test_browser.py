@@ -27,6 +27,8 @@ from synth.privacy.budget import Budget
 
 from .conftest import REPO, given
 
+SAMPLE = "census demo (bundled sample)"
+
 pytestmark = pytest.mark.browser
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -133,7 +135,8 @@ def test_starts_on_the_sample_and_runs(page):
     shot(page, "data.png")
     page.get_by_role("link", name="Synthesize").click()  # the sidebar's navigation
     page.get_by_role("button", name="Run", exact=True).click()
-    wait_while_progressing(page, page.get_by_text("Release: Independent marginals ε=1"),
+    page.get_by_role("button", name="Spend and run").click()  # the confirmation
+    wait_while_progressing(page, page.get_by_text(f"Release: {SAMPLE}: Independent marginals ε=1"),
                            "the first release")
     page.get_by_text("1 finished run this session").wait_for()
     page.get_by_test_id("stMetricLabel").get_by_text("ε spent", exact=True).wait_for()
@@ -185,7 +188,8 @@ def test_a_live_dp_select_run_then_a_cancelled_one(page):
 
     set_epochs(3)
     page.get_by_role("button", name="Run", exact=True).click()
-    release = page.get_by_text("Release: DP-Select ε=1 gan_share=0.2 #1")
+    page.get_by_role("button", name="Spend and run").click()  # the confirmation
+    release = page.get_by_text(f"Release: {SAMPLE}: DP-Select ε=1 gan_share=0.2 #1")
 
     def on_change(seen: list[list[str]]) -> None:
         if len(seen) == 3:
@@ -206,6 +210,7 @@ def test_a_live_dp_select_run_then_a_cancelled_one(page):
 
     set_epochs(1000)
     page.get_by_role("button", name="Run", exact=True).click()
+    page.get_by_role("button", name="Spend and run").click()  # the confirmation
     page.get_by_role("button", name="Cancel").click()
     page.get_by_text("was cancelled: nothing was released").wait_for()
     # DP-SGD was charged before its first step: the page says what the stopped run spent
@@ -249,6 +254,7 @@ def test_tradeoffs_page_sweeps_and_downloads_its_report(page):
     seeds.fill("1")
     seeds.press("Enter")
     page.get_by_role("button", name="Run the sweep").click()
+    page.get_by_role("button", name="Spend and run").click()  # the confirmation
     wait_while_progressing(page, page.get_by_text("5 runs", exact=True), "the sweep")
     page.get_by_text("of 5 runs done").wait_for(state="detached")  # the live view is gone
     page.locator(".js-plotly-plot").filter(has_text="tree accuracy").first.wait_for()

@@ -1,5 +1,7 @@
 """Plotly builders: the right traces, and real-data figures labelled as not releasable."""
 
+import numpy as np
+
 from synth.evaluation import marginal_tvd
 from synth.methods import Progress, StageStarted
 from synth.plots import (
@@ -60,6 +62,15 @@ def test_progress_chart_draws_each_metric_and_puts_epsilon_apart():
     assert fig.data[1].xaxis == "x2"  # ε of the steps taken has its own panel
     assert [t.name for t in progress_chart(events, "select").data] == ["distance"]
     assert len(progress_chart([], "gan").data) == 0  # nothing yet: an empty chart
+
+
+def test_progress_chart_thins_a_long_run_evenly_and_keeps_the_latest():
+    events = [Progress("gan", k, 5000, {"critic_loss": float(k)}) for k in range(1, 5001)]
+    (line,) = progress_chart(events, "gan", points=400).data
+    steps = list(line.x)
+    assert 200 <= len(steps) <= 400 and steps[-1] == 5000
+    assert len(set(np.diff(steps))) == 1  # evenly spaced
+    assert list(line.y) == [float(k) for k in steps]  # each point keeps its own value
 
 
 def test_progress_chart_of_a_search_runs_along_its_generations():

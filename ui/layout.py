@@ -6,6 +6,7 @@ of every page run (AppTest reruns only the page script under st.navigation).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import streamlit as st
@@ -86,7 +87,20 @@ def sidebar() -> state.Dataset:
         done = len(state.runs())
         st.caption(f"{done} finished run{'s' * (done != 1)} this session")
         with state.guard("Reading the privacy account"):
-            st.caption(spent_words(state.account(ds).usage()))
+            account = state.account(ds)
+            usage = account.usage()
+            st.caption(spent_words(usage))
+            with st.expander("Lifetime limit"):
+                limit = st.number_input(
+                    "Most ε all runs on this table may spend", min_value=0.01, format="%g",
+                    value=usage.limit_epsilon or (math.floor(usage.epsilon) + 1.0
+                                                  if math.isfinite(usage.epsilon) else 1.0),
+                    key=f"{state.TABLE}limit",
+                    help="A run or sweep that would pass it is refused before it reads "
+                         "anything. Kept with the account under SYNTH_HOME, for the CLI too.")
+                if st.button("Set the limit"):
+                    account.set_limit(limit, usage.limit_delta)
+                    st.rerun()
         watch()
     return ds
 
