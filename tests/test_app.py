@@ -728,6 +728,26 @@ def test_tradeoffs_page_runs_a_sweep_and_keeps_it(app):
     assert any(s.value == "2 runs" for s in fresh.subheader)
 
 
+def test_a_sweep_keeps_its_runs_when_one_configuration_fails(app):
+    upload(app, "tiny.csv", 30)  # DP-GAN's batch of 128 rows cannot be drawn from 30
+    app.switch_page(TRADEOFFS).run()
+    app.multiselect(key=next(m.key for m in app.multiselect if "methods" in m.key)).set_value(
+        ["independent", "dpgan"]).run()
+    app.multiselect(key=next(m.key for m in app.multiselect if "epsilons" in m.key)).set_value(
+        [1.0]).run()
+    app.number_input(key="choice:sweep:seeds").set_value(1).run()
+    spend(app, "Run the sweep")
+    finish(app, "sweep_job")
+    assert not app.exception and not app.error
+    assert any(s.value == "2 runs" for s in app.subheader)
+    assert any("1 of 2 runs failed; the others are kept" in w.value and "dpgan ε=1 seed 0: "
+               "batch_size (128) must be smaller than the table (30 rows)" in w.value
+               for w in app.warning)
+    frame = app.dataframe[-1].value
+    kept = frame[frame["method"] == "independent"]
+    assert len(kept) == 1 and kept["error"].isna().all() and kept["tvd2"].notna().all()
+
+
 def test_a_cancelled_sweep_keeps_its_finished_runs(app):
     app.switch_page(TRADEOFFS).run()
     app.multiselect[0].set_value(["independent"]).run()

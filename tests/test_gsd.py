@@ -383,3 +383,14 @@ def test_the_search_is_no_larger_than_the_table_by_default(small, n):
     assert make("gsd", {"rows": 30, "rounds": 1, "max_generations": 50}).fit(
         frame.head(n), schema, Budget(1.0, 1e-3), FitContext(postprocessing_seed=0)
     ).table_.shape[0] == 30  # as given
+
+
+def test_default_rounds_pick_each_workload_at_most_once_on_a_narrow_table(small):
+    """20 rounds by default at ε = 1, but the 5-column table offers 10 workloads: the default
+    takes 10 rounds (5 with 2 per round) instead of refusing; a given T is still refused."""
+    frame, schema = small
+    for per_round, rounds in ((1, 10), (2, 5)):
+        model = make("gsd", {"per_round": per_round, "max_generations": 200})
+        model.fit(frame, schema, Budget(1.0, 1e-6), FitContext(postprocessing_seed=0))
+        picks = [e for e in model.ledger_.entries if isinstance(e.event, Exponential)]
+        assert len(picks) == rounds and len(model.measured_) == 10

@@ -72,7 +72,8 @@ class GSD(Synthesizer):
     queries : query classes joined by '+': ``cat2``, ``cat3`` (categorical marginals), ``bt``
         (2-way binary-tree range marginals of every pair with a numeric column), ``prefix``,
         ``halfspace``.
-    rounds : T, adaptive rounds (default: by ε, see :func:`default_rounds`).
+    rounds : T, adaptive rounds (default: by ε, see :func:`default_rounds`, at most the
+        workloads over S).
     per_round : S, workloads selected per round.
     one_shot : measure every workload once instead of selecting adaptively.
     rows : N', rows of the synthetic table (default: n up to :data:`ROWS`).
@@ -97,7 +98,7 @@ class GSD(Synthesizer):
                    "columns."),
         Param("rounds", int, low=1, optional=True, symbol="T", advanced=False, label="Rounds",
               help="Adaptive rounds of select, measure, project; empty takes 20 below ε = 2 "
-                   "and 30 above."),
+                   "and 30 above, or as many as the workloads allow on a narrow table."),
         Param("per_round", int, low=1, symbol="S", label="Workloads per round",
               help="Worst-answered workloads selected and measured in each round."),
         Param("one_shot", bool, label="One shot",
@@ -146,8 +147,9 @@ class GSD(Synthesizer):
         rho = dp_to_zcdp(epsilon, delta)
         if self.one_shot:
             return 1, workloads, rho / workloads
-        rounds = default_rounds(epsilon) if self.rounds is None else int(self.rounds)
         s = int(self.per_round)
+        rounds = (max(1, min(default_rounds(epsilon), workloads // s)) if self.rounds is None
+                  else int(self.rounds))  # by default no more rounds than workloads to pick
         self._fits(rounds, s, workloads)
         return rounds, s, rho / (2 * rounds * s)
 
