@@ -394,3 +394,16 @@ def test_default_rounds_pick_each_workload_at_most_once_on_a_narrow_table(small)
         model.fit(frame, schema, Budget(1.0, 1e-6), FitContext(postprocessing_seed=0))
         picks = [e for e in model.ledger_.entries if isinstance(e.event, Exponential)]
         assert len(picks) == rounds and len(model.measured_) == 10
+
+
+def test_default_rounds_keep_the_noise_within_an_answers_range_on_a_tiny_table(small):
+    """25 rows at ε = 1 cannot afford 10 rounds (σ would exceed 1, the range of an answer):
+    the default measures fewer workloads with more budget each, and runs."""
+    frame, schema = small
+    model = make("gsd", {"max_generations": 200})
+    model.fit(frame.head(25), schema, Budget(1.0, 1e-3), FitContext(postprocessing_seed=0))
+    measured = [e.event for e in model.ledger_.entries if isinstance(e.event, Gaussian)]
+    assert 1 <= len(measured) < 10 and all(e.sigma <= 1 for e in measured)
+    with pytest.raises(BudgetError, match=r"Raise ε$"):  # one round is already too many
+        make("gsd").fit(frame.head(25), schema, Budget(0.01, 1e-3),
+                        FitContext(postprocessing_seed=0))

@@ -138,9 +138,13 @@ class GSD(Synthesizer):
 
     # ---- parameters and the budget plan ----------------------------------------------------
 
-    def _plan(self, n: int, epsilon: float, delta: float,
-              workloads: int) -> tuple[int, int, float]:
-        """(T, S, ρ per mechanism call) for ``workloads`` candidates, or a clear error."""
+    def _plan(self, n: int, epsilon: float, delta: float, workloads: int,
+              widest: float) -> tuple[int, int, float]:
+        """(T, S, ρ per mechanism call) for ``workloads`` candidates whose largest Δ₂ is
+        ``widest`` (in rows), or a clear error. The default T is by ε, but never more rounds
+        than there are workloads to pick, nor so many that a measurement's σ, widest/(n·√(2ρ'))
+        with ρ' = ρ/(2TS), would exceed an answer's whole range [0, 1]: on a tiny table the
+        default measures fewer workloads, each with more budget."""
         if delta <= 0:
             raise BudgetError("Private-GSD's Gaussian mechanism needs δ > 0 in the 'queries' "
                               "share")
@@ -148,8 +152,11 @@ class GSD(Synthesizer):
         if self.one_shot:
             return 1, workloads, rho / workloads
         s = int(self.per_round)
-        rounds = (max(1, min(default_rounds(epsilon), workloads // s)) if self.rounds is None
-                  else int(self.rounds))  # by default no more rounds than workloads to pick
+        if self.rounds is None:
+            audible = rho * n * n / (s * widest * widest) if widest > 0 else math.inf
+            rounds = max(1, min(default_rounds(epsilon), workloads // s, int(audible)))
+        else:
+            rounds = int(self.rounds)
         self._fits(rounds, s, workloads)
         return rounds, s, rho / (2 * rounds * s)
 
@@ -179,7 +186,7 @@ class GSD(Synthesizer):
             w, sens = plan_size([c.kind == CATEGORICAL for c in schema],
                                 parse_classes(self.queries), int(self.levels),
                                 int(self.random_queries))
-            rounds, s, rho_call = self._plan(n, eps, delta, w)
+            rounds, s, rho_call = self._plan(n, eps, delta, w, sens)
         except (ParameterError, BudgetError) as exc:
             return [NoiseScale(QUERIES, "Gumbel selection + Gaussian", "impossible", str(exc))]
         measure = measurement_event(sens / n, rho_call)  # the widest workload's σ: the largest
@@ -225,13 +232,16 @@ class GSD(Synthesizer):
         """The plan for ``classes`` on n rows, refused when its noise would drown every answer."""
         first = np.cumsum([0, *(len(q) for q in classes)])
         eps, delta = self.ledger_.budget.allowance(QUERIES)
-        rounds, per_round, rho_call = self._plan(n, eps, delta, int(first[-1]))
-        sens = np.concatenate([q.sensitivity for q in classes]) / n
+        sens = np.concatenate([q.sensitivity for q in classes])
+        rounds, per_round, rho_call = self._plan(n, eps, delta, int(first[-1]),
+                                                 float(sens.max(initial=0.0)))
+        sens = sens / n
         sigma = sens / math.sqrt(2 * rho_call)
         if sigma.min() >= 1:
             raise BudgetError(f"ε = {eps:.3g} is too small to measure anything: the Gaussian "
                               f"noise (σ ≥ {sigma.min():.3g}) exceeds the whole range [0, 1] of "
-                              "an answer. Raise ε or use fewer rounds")
+                              "an answer. Raise ε" + (" or use fewer rounds" if rounds > 1
+                                                       else ""))
         return _Rounds(classes, first, n, rounds, per_round, rho_call, sens,
                        targets=[np.zeros(q.size) for q in classes],
                        weights=[np.zeros(q.size) for q in classes])
