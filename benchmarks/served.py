@@ -1,5 +1,5 @@
-"""The app served by a real ``streamlit run`` on a free loopback port, for the benchmarks that
-drive it from headless Chromium."""
+"""The app served by a real ``streamlit run`` on a free loopback port, for the benchmarks and the
+browser tests that drive it from headless Chromium: started as ``make app`` starts it."""
 
 from __future__ import annotations
 
@@ -18,6 +18,13 @@ REPO = Path(__file__).resolve().parent.parent
 FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
 
 
+def command(port: int) -> list[str]:
+    """``make app``'s command line (the Makefile's ``app`` recipe) on a loopback port. Nothing
+    else is passed: every setting comes from .streamlit/config.toml, as it does for a user."""
+    return [sys.executable, "-m", "streamlit", "run", "app.py", f"--server.port={port}",
+            "--server.address=127.0.0.1"]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -29,11 +36,8 @@ def served(log=subprocess.DEVNULL) -> Iterator[tuple[str, int]]:
     """(URL, server PID) once the server answers its health check; on exit the server and the
     processes it started (joblib workers) are killed."""
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"),
-         f"--server.port={port}", "--server.address=127.0.0.1", "--server.headless=true",
-         "--server.fileWatcherType=none", "--browser.gatherUsageStats=false"],
-        cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    server = subprocess.Popen(command(port), cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
         while True:

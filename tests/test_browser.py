@@ -9,18 +9,19 @@ Every wait ends on an event (an element appears or goes, the progress text chang
 generous limit; a long run is waited for as long as its progress keeps moving.
 """
 
+import contextlib
 import os
 import re
+import shlex
 import shutil
-import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from benchmarks.served import command, free_port
 from synth.data import load_sample
 from synth.methods import make
 from synth.privacy.budget import Budget
@@ -37,20 +38,12 @@ WAIT_MS = 300_000  # any one element to appear: five minutes, for a loaded machi
 STALL = 300  # a long run is waited for until its progress has not moved for this many seconds
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
-def server():  # a fresh server per test: some behaviour depends on the first request
+def serving():  # a fresh server per test: some behaviour depends on the first request
+    """(URL, process) of ``make app``'s server on a free port."""
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"),
-         "--server.headless=true", f"--server.port={port}", "--server.address=127.0.0.1",
-         "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(command(port), cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + WAIT_MS / 1000
     while True:  # the event: the health check answers; a server that died is reported at once
@@ -64,13 +57,18 @@ def server():  # a fresh server per test: some behaviour depends on the first re
                 pytest.fail(f"streamlit did not answer its health check within "
                             f"{WAIT_MS // 1000} s: {proc.stdout.read()}")
             time.sleep(0.3)
-    yield url
+    yield url, proc
     proc.terminate()
     try:
         proc.wait(timeout=120)
     except subprocess.TimeoutExpired:  # a slow shutdown on a loaded machine is not a failure
         proc.kill()
         proc.wait()
+
+
+@pytest.fixture
+def server(serving):
+    return serving[0]
 
 
 @pytest.fixture
@@ -125,6 +123,36 @@ def wait_while_progressing(page, done, what: str, on_change=None) -> list[list[s
             f"{what}: the progress has not moved for {STALL} s; last seen: {seen[-3:]}")
         page.wait_for_timeout(100)
     return seen
+
+
+def test_the_tests_start_the_server_as_make_app_does():
+    """The browser tests and benchmarks run ``make app``'s command, adding only where to
+    listen: the same settings, from the same config file."""
+    dry = subprocess.run(["make", "-n", "--no-print-directory", "app"], cwd=REPO,
+                         capture_output=True, text=True, check=True)
+    recipe = shlex.split(dry.stdout.splitlines()[-1])  # after any install it would need
+    served = command(free_port())
+    assert served[1:len(recipe)] == recipe[1:]
+    assert all(a.startswith(("--server.port=", "--server.address="))
+               for a in served[len(recipe):])
+
+
+def inotify_watches(pid: int) -> int:
+    """Files and folders a process watches through inotify (Linux's /proc)."""
+    watches = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            if os.readlink(fd) == "anon_inode:inotify":
+                text = Path(f"/proc/{pid}/fdinfo/{fd.name}").read_text()
+                watches += text.count("inotify wd:")
+    return watches
+
+
+def test_the_server_watches_no_files(serving, page):
+    """Streamlit's default watcher placed thousands of inotify watches on this repository, the
+    virtual environment's folders among them; as ``make app`` serves it, none."""
+    page.get_by_text("Download working schema (JSON)").wait_for()  # a session ran the app
+    assert inotify_watches(serving[1].pid) == 0
 
 
 def test_starts_on_the_sample_and_runs(page):
