@@ -9,12 +9,12 @@ from ui import layout, state
 layout.sidebar()
 st.title("Compare")
 st.warning("Everything on this page uses the real data: it is for your eyes, not part of the "
-           "release.", icon="👁️")
+           "release.", icon=":material/visibility:")
 
 runs = {r.name: r for r in state.runs()}
 if not runs:
     st.info("No finished runs yet: make one on the Synthesize page.")
-    st.page_link("app_pages/synthesize.py", label="Go to Synthesize", icon="⚙️")
+    st.page_link("app_pages/synthesize.py", label="Go to Synthesize", icon=":material/tune:")
     st.stop()
 
 chosen = [runs[name] for name in st.multiselect("Runs", list(runs), default=list(runs)[-3:])]

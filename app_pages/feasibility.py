@@ -134,7 +134,7 @@ st.caption(f"k is judged at m = {show(v['m'])}; at m = 1 the bound is k·m^¾ �
            "the paper's Table 3 prints 2^p in its 2^(p/4) column).")
 st.dataframe(pd.DataFrame({
     "condition": [c.name for c in report.conditions],
-    "holds": ["✅" if c.holds else "❌" for c in report.conditions],
+    "holds": ["yes" if c.holds else "no" for c in report.conditions],
     "log₁₀ margin": [round(c.margin, 2) for c in report.conditions],
     "source": [c.source for c in report.conditions]}), hide_index=True, width="stretch")
 

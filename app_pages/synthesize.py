@@ -38,12 +38,13 @@ if schema.proposed:
                f"{', '.join(schema.proposed[:5])}{'…' if len(schema.proposed) > 5 else ''}): "
                "confirm their kinds, integer flags and missing values on the Data page before "
                "a run.")
-    st.page_link("app_pages/data.py", label="Review and confirm the schema", icon="🗂️")
+    st.page_link("app_pages/data.py", label="Review and confirm the schema",
+                 icon=":material/fact_check:")
 
 
 def explain(text: str) -> None:
     if tutorial:
-        st.caption(f"💡 {text}")
+        st.caption(f":material/lightbulb: {text}")
 
 
 method = st.selectbox("Method", list(METHODS), format_func=lambda m: METHODS[m].title)
@@ -269,4 +270,5 @@ st.caption("To run the same configuration outside the app, save the configuratio
            "as schema.json and run the command above on the same table. Its noise is fresh, so "
            "it makes a new release from the same distribution, never this one again.")
 st.dataframe(record.synthetic.head(100), width="stretch", height=220)
-st.page_link("app_pages/compare.py", label="Compare real and synthetic data", icon="📊")
+st.page_link("app_pages/compare.py", label="Compare real and synthetic data",
+             icon=":material/bar_chart:")

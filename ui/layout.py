@@ -52,12 +52,12 @@ def sidebar() -> state.Dataset:
         ds = state.dataset()
         ended = state.collect()  # a run that finished while any page was open
         if ended is not None and ended.status == runner.DONE:
-            st.toast(f"Finished: {ended.name}", icon="✅")
+            st.toast(f"Finished: {ended.name}", icon=":material/check_circle:")
         st.caption(f"**{ds.name}**: {len(ds.table):,} rows × {ds.table.shape[1]} columns")
         done = len(state.runs())
         st.caption(f"{done} finished run{'s' * (done != 1)} this session")
         with state.guard("Reading the privacy account"):
             st.caption(spent_words(state.account(ds).usage()))
         if state.job() is not None:
-            st.caption(f"⏳ running: {state.job().name}")
+            st.caption(f":material/hourglass_top: running: {state.job().name}")
     return ds
