@@ -1,9 +1,12 @@
 """Compare: real against synthetic, for one or more finished runs of this session."""
 
+import math
+
 import pandas as pd
 import streamlit as st
 
 from synth.plots import marginal_chart, tvd_heatmap, utility_chart
+from synth.privacy.budget import epsilon_text
 from ui import layout, state
 
 layout.sidebar()
@@ -23,20 +26,26 @@ if not chosen:
     st.stop()
 
 st.subheader("Summary")
+unbounded = {r.name: r.record.ledger["guarantee"] for r in chosen
+             if r.record.ledger["total_epsilon"] is None}
 summary = pd.DataFrame([{
     "run": r.name,
-    "ε spent": r.record.ledger["total_epsilon"],  # empty where the run claims no guarantee
-    "guarantee": r.record.ledger["guarantee"],
-    "δ spent": r.record.ledger["total_delta"],
+    "ε": math.inf if r.name in unbounded else r.record.ledger["total_epsilon"],
+    "δ": r.record.ledger["total_delta"],
     "1-way TVD": r.record.fidelity.tvd1 if r.record.fidelity else None,
     "2-way TVD": r.record.fidelity.tvd2 if r.record.fidelity else None,
     "tree accuracy": r.record.scores.get("accuracy"),
     "macro F1": r.record.scores.get("macro_f1"),
     "seconds": r.record.seconds,
 } for r in chosen])
-st.dataframe(summary, width="stretch", hide_index=True,
-             column_config={c: st.column_config.NumberColumn(format="%.3f")
-                            for c in ("1-way TVD", "2-way TVD", "tree accuracy", "macro F1")})
+# a static table: long run names wrap, so every column fits the page (a data grid sized the
+# names' column to them and hid the scores off to the right at 1440 px)
+st.table(summary.style.format(
+    {"ε": epsilon_text, "δ": "{:.2g}", "seconds": "{:.1f}",
+     **dict.fromkeys(["1-way TVD", "2-way TVD", "tree accuracy", "macro F1"], "{:.3f}")},
+    na_rep="–"), hide_index=True)
+for name, guarantee in unbounded.items():  # shown as ε "no guarantee": here is why
+    st.caption(f"{name}: {guarantee}")
 st.caption("TVD: total variation distance between the real and synthetic marginals, averaged "
            "over columns (1-way) or column pairs (2-way); 0 is identical, 1 disjoint.")
 

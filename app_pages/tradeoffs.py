@@ -25,6 +25,14 @@ from ui import layout, runner, state
 
 REFRESH = 0.5
 EPSILONS = [0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
+SCORE = st.column_config.NumberColumn(format="%.3f")
+COLUMNS = {  # the runs tables: figures for people (the CSV keeps every digit)
+    "epsilon": st.column_config.NumberColumn("ε", format="%g"),
+    "ledger_epsilon": st.column_config.NumberColumn("ε spent", format="%.3g"),
+    "ledger_delta": st.column_config.NumberColumn("δ spent", format="%.1e"),
+    "accuracy": SCORE, "logistic_accuracy": SCORE, "tvd1": SCORE, "tvd2": SCORE,
+    "seconds": st.column_config.NumberColumn(format="%.1f"),
+}
 
 
 ds = layout.sidebar()
@@ -107,7 +115,7 @@ def live() -> None:
                      f"({current.seconds:.0f} s)" + (" — stopping…" if current.cancelling
                                                      else ""))
     if current.rows:
-        st.dataframe(pd.DataFrame(current.rows), hide_index=True)
+        st.dataframe(pd.DataFrame(current.rows), hide_index=True, column_config=COLUMNS)
     if st.button("Cancel the sweep", disabled=current.cancelling):
         current.cancel()
 
@@ -151,7 +159,7 @@ with tabs[2]:
     metric = "accuracy" if result["accuracy"].notna().any() else "tvd2"
     st.plotly_chart(pareto_chart(result, metric), width="stretch", key="sw-pareto")
 with tabs[3]:
-    st.dataframe(result, hide_index=True)
+    st.dataframe(result, hide_index=True, column_config=COLUMNS)
     left, right = st.columns(2)
     left.download_button("Sweep table (CSV)", result.to_csv(index=False), "sweep.csv",
                          mime="text/csv", on_click="ignore")

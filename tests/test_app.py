@@ -401,8 +401,8 @@ def test_compare_page_shows_every_chosen_run(app):
     app.switch_page(COMPARE).run()
     assert not app.exception and not app.error
     assert "for your eyes" in texts(app)
-    table = app.dataframe[0].value
-    assert list(table["ε spent"]) == pytest.approx([1.0, 4.0])
+    table = app.table[0].value
+    assert list(table["ε"]) == pytest.approx([1.0, 4.0])
     assert table["tree accuracy"].notna().all()
     charts = [c.proto.spec for c in app.get("plotly_chart")]
     assert sum("2-way marginal TVD" in c or "#1" in c for c in charts) >= 1
