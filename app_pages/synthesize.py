@@ -250,13 +250,16 @@ for check in record.checklist:
     (st.warning if check.warn else st.caption)(f"{check.item}: {check.text}")
 st.markdown("**The release**: nothing in these files is read from the private table except "
             "through the mechanisms on the ledger.")
+# No download reruns the page (on_click="ignore"). A rerun starts by dropping the page's file
+# references; the next click interrupted it, and Streamlit then swept away the reports' deferred
+# callables that the browser still held: "Deferred file … not found", a click that did nothing.
 d1, d2, d3, d4 = st.columns(4)
 d1.download_button("Synthetic table (CSV)", record.synthetic.to_csv(index=False),
-                   file_name="synth.csv", mime="text/csv")
+                   file_name="synth.csv", mime="text/csv", on_click="ignore")
 d2.download_button("Privacy ledger (JSON)", json.dumps(record.ledger, indent=2),
-                   file_name="ledger.json", mime="application/json")
+                   file_name="ledger.json", mime="application/json", on_click="ignore")
 d3.download_button("Run configuration (JSON)", json.dumps(record.configuration(), indent=2),
-                   file_name="run.json", mime="application/json")
+                   file_name="run.json", mime="application/json", on_click="ignore")
 d4.download_button("Release report (HTML)", partial(release_page, run),
                    file_name="release_report.html", mime="text/html", on_click="ignore",
                    help="Ledger, parameters and the synthetic table's own charts.")

@@ -10,6 +10,7 @@ generous limit; a long run is waited for as long as its progress keeps moving.
 """
 
 import contextlib
+import json
 import os
 import re
 import shlex
@@ -155,30 +156,69 @@ def test_the_server_watches_no_files(serving, page):
     assert inotify_watches(serving[1].pid) == 0
 
 
+def wait_for_downloads(page, arrived: dict, count: int) -> None:
+    """Wait until ``count`` downloads have arrived; fail at once if a download button says
+    it failed (Streamlit shows its error under the button for five seconds)."""
+    failed = page.get_by_test_id("stDownloadButtonError")
+    while len(arrived) < count:
+        assert not failed.count(), f"{failed.all_inner_texts()}; arrived: {sorted(arrived)}"
+        page.wait_for_timeout(100)
+
+
 def test_starts_on_the_sample_and_runs(page):
     page.get_by_text("census demo (bundled sample): 5,000 rows", exact=True).wait_for()
     page.get_by_text("Download working schema (JSON)").wait_for()
     shot(page, "data.png")
     page.get_by_role("link", name="Synthesize").click()  # the sidebar's navigation
+    seed = page.get_by_label("Post-processing seed (optional)", exact=True)
+    seed.fill("1099511627776")  # a long run name, for the Compare page's width below
+    seed.press("Enter")
     page.get_by_role("button", name="Run", exact=True).click()
-    wait_while_progressing(page, page.get_by_text("Release: Independent marginals ε=1"),
-                           "the first release")
+    wait_while_progressing(page, page.get_by_text(
+        "Release: Independent marginals ε=1 seed=1099511627776 #1"), "the first release")
     page.get_by_text("1 finished run this session").wait_for()
     page.get_by_test_id("stMetricLabel").get_by_text("ε spent", exact=True).wait_for()
     page.get_by_role("button", name="Privacy ledger (JSON)").wait_for()
     page.locator(".js-plotly-plot").first.wait_for()
     shot(page, "synthesize.png")
-    with page.expect_download() as download:  # made on the click
-        page.get_by_role("button", name="Release report (HTML)").click()
-    report = Path(download.value.path()).read_text()
+
+    # every download once, clicked one after the other as a steward does: a click used to
+    # rerun the page, the next click interrupted that rerun, and the reports' deferred files
+    # were swept away ("Deferred file … not found": the first report click did nothing)
+    arrived = {}
+    page.on("download", lambda d: arrived.setdefault(d.suggested_filename, d))
+    names = {"Synthetic table (CSV)": "synth.csv", "Privacy ledger (JSON)": "ledger.json",
+             "Release report (HTML)": "release_report.html",
+             "Run configuration (JSON)": "run.json",
+             "Steward-only report (HTML)": "steward_only_report.html"}
+    for label in names:
+        page.get_by_role("button", name=label).click()
+    wait_for_downloads(page, arrived, len(names))
+    assert set(arrived) == set(names.values())
+    files = {name: Path(d.path()).read_text() for name, d in arrived.items()}
+    schema = load_sample()[1]
+    assert files["synth.csv"].splitlines()[0].split(",") == schema.names
+    ledger = json.loads(files["ledger.json"])
+    assert ledger["total_epsilon"] <= 1 and ledger["entries"]
+    assert json.loads(files["run.json"])["command"].startswith("python -m synth run")
+    report = files["release_report.html"]
     assert "Release report: independent" in report and "Plotly.newPlot" in report
     assert "Privacy: (1, " in report and "Uses the real data" not in report  # releasable
-    with page.expect_download() as download:
-        page.get_by_role("button", name="Steward-only report (HTML)").click()
-    report = Path(download.value.path()).read_text()
-    assert download.value.suggested_filename == "steward_only_report.html"
+    report = files["steward_only_report.html"]
     assert "Steward-only report (not for release)" in report and "Uses the real data" in report
     assert "Traceback" not in page.content()
+
+    # the Compare summary fits a 1440 px screen: its last column is on screen, whole
+    from playwright.sync_api import expect
+
+    page.set_viewport_size({"width": 1440, "height": 1000})
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Compare").click()
+    page.get_by_text("Summary", exact=True).wait_for()
+    last = page.get_by_role("columnheader").last
+    expect(last).to_have_text("seconds")
+    expect(last).to_be_in_viewport(ratio=1, timeout=WAIT_MS)
+    shot(page, "compare.png")
+
     other_context = page.context.browser.new_context()  # a second tab is its own session
     other_context.set_default_timeout(WAIT_MS)
     other = other_context.new_page()
