@@ -27,20 +27,33 @@ def marginal_chart(real: pd.DataFrame | None, synthetic: Mapping[str, pd.DataFra
                    schema: Schema, column: str, bins: int = FIDELITY_BINS) -> go.Figure:
     """Grouped bars of one column's distribution: real (unless None) next to each synthetic
     table."""
+    return marginal_charts(real, synthetic, schema, [column], bins)[0]
+
+
+def marginal_charts(real: pd.DataFrame | None, synthetic: Mapping[str, pd.DataFrame],
+                    schema: Schema, columns: Iterable[str], bins: int = FIDELITY_BINS
+                    ) -> list[go.Figure]:
+    """:func:`marginal_chart` of each of ``columns``, the tables prepared once for them all
+    and only in those columns (preparing whole tables per chart made a report of a
+    Bank-sized run take 7 s)."""
+    columns = list(columns)
     tables = {**({REAL: real} if real is not None else {}), **synthetic}
-    schema = comparable(schema, *tables.values())
+    schema = comparable(schema.drop(c for c in schema.names if c not in columns),
+                        *tables.values())
     disc = Discretizer(model_schema(schema), bins=bins)
-    j = disc.schema.names.index(column)
-    labels = disc.labels(column)
-    fig = go.Figure()
-    for name, table in tables.items():
-        codes = disc.codes(model_frame(table, schema))
-        share = marginal(codes, disc.sizes, (j,)) / max(len(codes), 1)
-        fig.add_bar(name=name, x=labels, y=share)
+    codes = {name: disc.codes(model_frame(table, schema)) for name, table in tables.items()}
     note = f" ({_NOT_RELEASABLE})" if real is not None else ""
-    fig.update_layout(barmode="group", title=f"{column}: share of rows{note}",
-                      yaxis_title="share of rows", legend_title="table")
-    return fig
+    figures = []
+    for column in columns:
+        j = disc.schema.names.index(column)
+        fig = go.Figure()
+        for name, table_codes in codes.items():
+            share = marginal(table_codes, disc.sizes, (j,)) / max(len(table_codes), 1)
+            fig.add_bar(name=name, x=disc.labels(column), y=share)
+        fig.update_layout(barmode="group", title=f"{column}: share of rows{note}",
+                          yaxis_title="share of rows", legend_title="table")
+        figures.append(fig)
+    return figures
 
 
 def tvd_heatmap(fidelity: Fidelity, title: str = "2-way marginal TVD") -> go.Figure:

@@ -8,6 +8,7 @@ from synth.plots import (
     composition_chart,
     ledger_chart,
     marginal_chart,
+    marginal_charts,
     progress_chart,
     tvd_heatmap,
     utility_chart,
@@ -78,3 +79,15 @@ def test_composition_chart_has_a_line_per_theorem_and_marks_n():
     assert len(fig.data) == len(THEOREMS) and list(fig.data[0].x) == steps
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     assert fig.layout.shapes[0].x0 == 100
+
+
+def test_marginal_charts_draw_each_column_as_marginal_chart_does(sample):
+    table, schema = sample
+    synthetic = {"a": table.head(300)}
+    columns = ["age", "sex", schema.names[-1]]
+    for fig, column in zip(marginal_charts(table, synthetic, schema, columns), columns,
+                           strict=True):
+        one = marginal_chart(table, synthetic, schema, column)
+        assert fig.layout.title.text == one.layout.title.text
+        assert [(list(t.x), list(t.y)) for t in fig.data] == \
+            [(list(t.x), list(t.y)) for t in one.data]
