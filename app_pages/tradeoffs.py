@@ -15,7 +15,7 @@ import streamlit as st
 from synth.errors import SynthError
 from synth.evaluation import baselines
 from synth.methods import METHODS
-from synth.plots import pareto_chart, sweep_chart
+from synth.plots import baseline_lines, pareto_chart, reference_lines, sweep_chart
 from synth.privacy.budget import default_delta
 from synth.report import sweep_report
 from synth.runs import split
@@ -143,10 +143,7 @@ with tabs[0]:
     if result["accuracy"].notna().any():
         fig = sweep_chart(result, "accuracy", "tree accuracy (real test)")
         if majority is not None:
-            fig.add_hline(y=majority, line_dash="dot",
-                          annotation_text=f"majority class {majority:.3f}")
-            fig.add_hline(y=real_tree, line_dash="dash",
-                          annotation_text=f"tree trained on the real data {real_tree:.3f}")
+            reference_lines(fig, baseline_lines(majority, real_tree))
         st.plotly_chart(fig, width="stretch", key="sw-acc")
         st.plotly_chart(sweep_chart(result, "logistic_accuracy", "logistic accuracy"),
                         width="stretch", key="sw-log")

@@ -575,8 +575,9 @@ def test_tradeoffs_page_runs_a_sweep_and_keeps_it(app):
     assert not app.exception and not app.error
     assert any(s.value == "2 runs" for s in app.subheader)
     assert len(app.get("plotly_chart")) >= 2
-    accuracy = json.loads(app.get("plotly_chart")[0].proto.spec)["layout"]["annotations"]
-    assert any("real data" in a["text"] for a in accuracy)  # the baselines are drawn
+    accuracy = json.loads(app.get("plotly_chart")[0].proto.spec)
+    assert len(accuracy["layout"]["shapes"]) == 2  # the baselines are drawn, and named:
+    assert any("real data" in t.get("name", "") for t in accuracy["data"])
     frame = app.dataframe[-1].value
     assert sorted(frame["epsilon"]) == [0.5, 2.0] and frame["accuracy"].notna().all()
     app.switch_page(SYNTH).run()
