@@ -8,11 +8,12 @@ the ``synth`` package and draws what comes back.
 
 import streamlit as st
 
-st.set_page_config(page_title="Private synthetic data workbench", page_icon="🔒", layout="wide")
+st.set_page_config(page_title="Private synthetic data workbench", page_icon=":material/lock:",
+                   layout="wide")
 st.navigation([
-    st.Page("app_pages/data.py", title="Data", icon="📋", default=True),
-    st.Page("app_pages/synthesize.py", title="Synthesize", icon="⚙️"),
-    st.Page("app_pages/compare.py", title="Compare", icon="📊"),
-    st.Page("app_pages/tradeoffs.py", title="Trade-offs", icon="⚖️"),
-    st.Page("app_pages/feasibility.py", title="Feasibility", icon="🧮"),
+    st.Page("app_pages/data.py", title="Data", icon=":material/table_chart:", default=True),
+    st.Page("app_pages/synthesize.py", title="Synthesize", icon=":material/tune:"),
+    st.Page("app_pages/compare.py", title="Compare", icon=":material/bar_chart:"),
+    st.Page("app_pages/tradeoffs.py", title="Trade-offs", icon=":material/balance:"),
+    st.Page("app_pages/feasibility.py", title="Feasibility", icon=":material/calculate:"),
 ]).run()

@@ -1,50 +1,59 @@
 """Compare: real against synthetic, for one or more finished runs of this session."""
 
+import math
+
 import pandas as pd
 import streamlit as st
 
 from synth.plots import marginal_chart, tvd_heatmap, utility_chart
+from synth.privacy.budget import epsilon_text
 from ui import layout, state
 
 ds = layout.sidebar()
 st.title("Compare")
 st.warning("Everything on this page uses the real data: it is for your eyes, not part of the "
-           "release.", icon="👁️")
+           "release.", icon=":material/visibility:")
 
 tables = list(dict.fromkeys(r.table for r in state.runs()))  # in the order first run
 if not tables:
     st.info("No finished runs yet: make one on the Synthesize page.")
-    st.page_link("app_pages/synthesize.py", label="Go to Synthesize", icon="⚙️")
+    st.page_link("app_pages/synthesize.py", label="Go to Synthesize", icon=":material/tune:")
     st.stop()
 table = ds.name if ds.name in tables else tables[-1]
 if len(tables) > 1:  # runs of different tables are never mixed
     state.among(f"{state.CHOICE}compare:table", tables)
     table = st.selectbox("Table", tables, index=tables.index(table),
-                         key=f"{state.CHOICE}compare:table")
+                         key=f"{state.CHOICE}compare:table", persist_state="session")
 runs = {r.name: r for r in state.runs(table)}
 picked = f"{state.CHOICE}compare:runs:{table}"
 state.among(picked, list(runs))
 chosen = [runs[name] for name in st.multiselect("Runs", list(runs), default=list(runs)[-3:],
-                                                key=picked)]
+                                                key=picked, persist_state="session")]
 if not chosen:
     st.info("Choose at least one run.")
     st.stop()
 
 st.subheader("Summary")
+unbounded = {r.name: r.record.ledger["guarantee"] for r in chosen
+             if r.record.ledger["total_epsilon"] is None}
 summary = pd.DataFrame([{
     "run": r.name,
-    "ε spent": r.record.ledger["total_epsilon"],  # empty where the run claims no guarantee
-    "guarantee": r.record.ledger["guarantee"],
-    "δ spent": r.record.ledger["total_delta"],
+    "ε": math.inf if r.name in unbounded else r.record.ledger["total_epsilon"],
+    "δ": r.record.ledger["total_delta"],
     "1-way TVD": r.record.fidelity.tvd1 if r.record.fidelity else None,
     "2-way TVD": r.record.fidelity.tvd2 if r.record.fidelity else None,
     "tree accuracy": r.record.scores.get("accuracy"),
     "macro F1": r.record.scores.get("macro_f1"),
     "seconds": r.record.seconds,
 } for r in chosen])
-st.dataframe(summary, width="stretch", hide_index=True,
-             column_config={c: st.column_config.NumberColumn(format="%.3f")
-                            for c in ("1-way TVD", "2-way TVD", "tree accuracy", "macro F1")})
+# a static table: long run names wrap, so every column fits the page (a data grid sized the
+# names' column to them and hid the scores off to the right at 1440 px)
+st.table(summary.style.format(
+    {"ε": epsilon_text, "δ": "{:.2g}", "seconds": "{:.1f}",
+     **dict.fromkeys(["1-way TVD", "2-way TVD", "tree accuracy", "macro F1"], "{:.3f}")},
+    na_rep="–"), hide_index=True)
+for name, guarantee in unbounded.items():  # shown as ε "no guarantee": here is why
+    st.caption(f"{name}: {guarantee}")
 st.caption("TVD: total variation distance between the real and synthetic marginals, averaged "
            "over columns (1-way) or column pairs (2-way); 0 is identical, 1 disjoint.")
 
@@ -73,7 +82,8 @@ with state.guard("Comparing marginals"):
         st.caption(f"Marginal charts show runs synthesized from the same rows as {base.name}.")
     columns = list(dict.fromkeys(name for r in same for name in r.schema.names))
     state.among(f"{state.CHOICE}compare:column", columns)
-    column = st.selectbox("Column", columns, key=f"{state.CHOICE}compare:column")
+    column = st.selectbox("Column", columns, key=f"{state.CHOICE}compare:column",
+                          persist_state="session")
     having = [r for r in same if column in r.schema.names]  # runs may leave columns out
     if len(having) < len(same):
         st.caption(f"{column} was left out of " + ", ".join(

@@ -55,6 +55,7 @@ def apply_preset() -> None:
 
 
 st.selectbox("Preset", ["custom", *fz.PRESETS, IDEAL, CURRENT], key="fz:preset",
+             persist_state="session",
              on_change=apply_preset)
 if "fz:problem" in st.session_state:
     st.error(st.session_state.pop("fz:problem"))
@@ -64,10 +65,13 @@ if st.session_state["fz:preset"] == CURRENT:
 
 left, middle, right = st.columns(3)
 with left:
-    p = int(st.number_input("p: dimension of the cube", 1, 5000, step=1, key="fz:p"))
-    d = int(st.number_input("d: degree of the matched marginals", 1, 4, step=1, key="fz:d"))
+    p = int(st.number_input("p: dimension of the cube", 1, 5000, step=1, key="fz:p",
+                            persist_state="session"))
+    d = int(st.number_input("d: degree of the matched marginals", 1, 4, step=1, key="fz:d",
+                            persist_state="session"))
     ideal = st.session_state["fz:mode"] == "ideal cube"
     n = st.number_input("n: rows of the true data", 1.0, 1e300, format="%.4g", key="fz:n",
+                        persist_state="session",
                         disabled=ideal, help="the ideal cube takes n = 2^p")
 with middle:
     epsilon = st.select_slider("ε (pure DP)", EPSILONS, value=1.0)
@@ -75,10 +79,13 @@ with middle:
                             help="marginals come within 4δ: 4δ ≤ 1 for a meaningful guarantee")
     gamma = st.number_input("γ (failure parameter)", 1e-4, 0.25, 0.125, format="%g")
 with right:
-    mode = st.radio("Δ, the density cap (‖f_n‖∞ ≤ Δ/2^p)", fz.DELTA_MODES, key="fz:mode")
+    mode = st.radio("Δ, the density cap (‖f_n‖∞ ≤ Δ/2^p)", fz.DELTA_MODES, key="fz:mode",
+                    persist_state="session")
     fn_inf = st.number_input("‖f_n‖∞", 1e-300, 1.0, format="%.3g", key="fz:fn_inf",
+                             persist_state="session",
                              disabled=mode != "from ‖f_n‖∞")
     manual = st.number_input("Δ by hand", 1e-3, 1e300, format="%.4g", key="fz:manual",
+                             persist_state="session",
                              disabled=mode != "manual")
     m_text = st.text_input("m (optional)", help="empty: judge the best m, m_lo")
     k_text = st.text_input("k (optional)", help="samples you would like to release")
@@ -134,7 +141,7 @@ st.caption(f"k is judged at m = {show(v['m'])}; at m = 1 the bound is k·m^¾ �
            "the paper's Table 3 prints 2^p in its 2^(p/4) column).")
 st.dataframe(pd.DataFrame({
     "condition": [c.name for c in report.conditions],
-    "holds": ["✅" if c.holds else "❌" for c in report.conditions],
+    "holds": ["yes" if c.holds else "no" for c in report.conditions],
     "log₁₀ margin": [round(c.margin, 2) for c in report.conditions],
     "source": [c.source for c in report.conditions]}), hide_index=True, width="stretch")
 
@@ -191,12 +198,17 @@ with st.expander("Run it: Algorithm 1 on a small test cube (p ≤ 16)"):
                "the point is to watch the LP's shrinkage λ, the conditioning check and the "
                "marginal errors, not to release anything.")
     c1, c2, c3, c4 = st.columns(4)
-    run_p = int(c1.number_input("p", 2, 16, min(max(p, 2), 8), key="fz:run-p"))
-    run_n = int(c2.number_input("n", 100, 200_000, 20_000, step=1000, key="fz:run-n"))
+    run_p = int(c1.number_input("p", 2, 16, min(max(p, 2), 8), key="fz:run-p",
+                                persist_state="session"))
+    run_n = int(c2.number_input("n", 100, 200_000, 20_000, step=1000, key="fz:run-n",
+                                persist_state="session"))
     l_run = fz.walsh_count(run_p, min(d, run_p))
-    run_m = int(c3.number_input("m", 1, 50_000, min(8 * l_run, 50_000), key="fz:run-m"))
-    run_k = int(c4.number_input("k", 1, 1_000_000, 10_000, step=1000, key="fz:run-k"))
-    run_delta = st.number_input("δ for the run", 1e-4, 0.5, 0.01, format="%g", key="fz:run-δ")
+    run_m = int(c3.number_input("m", 1, 50_000, min(8 * l_run, 50_000), key="fz:run-m",
+                                persist_state="session"))
+    run_k = int(c4.number_input("k", 1, 1_000_000, 10_000, step=1000, key="fz:run-k",
+                                persist_state="session"))
+    run_delta = st.number_input("δ for the run", 1e-4, 0.5, 0.01, format="%g", key="fz:run-δ",
+                                persist_state="session")
     if st.button("Run Algorithm 1"):
         rng = np.random.default_rng(0)
         latent = rng.normal(size=(run_n, 1))

@@ -33,22 +33,24 @@ CHARTS = 2.0  # seconds between redraws of its curves
 ds = layout.sidebar()
 st.title("Synthesize")
 schema = ds.schema
-tutorial = st.toggle("Tutorial: explain each control", key=f"{state.CHOICE}tutorial")
+tutorial = st.toggle("Tutorial: explain each control", key=f"{state.CHOICE}tutorial",
+                     persist_state="session")
 if schema.proposed:
     st.warning(f"The schema's columns are still proposals read from the table ("
                f"{', '.join(schema.proposed[:5])}{'…' if len(schema.proposed) > 5 else ''}): "
                "confirm their kinds, integer flags and missing values on the Data page before "
                "a run.")
-    st.page_link("app_pages/data.py", label="Review and confirm the schema", icon="🗂️")
+    st.page_link("app_pages/data.py", label="Review and confirm the schema",
+                 icon=":material/fact_check:")
 
 
 def explain(text: str) -> None:
     if tutorial:
-        st.caption(f"💡 {text}")
+        st.caption(f":material/lightbulb: {text}")
 
 
 method = st.selectbox("Method", list(METHODS), format_func=lambda m: METHODS[m].title,
-                      key=f"{state.CHOICE}method")
+                      key=f"{state.CHOICE}method", persist_state="session")
 cls = METHODS[method]
 st.caption(f"{cls.summary}  \nSource: {cls.paper}")
 explain("Each method turns the private table into a model under differential privacy, then "
@@ -58,14 +60,14 @@ n = len(ds.table)
 left, right = st.columns(2)
 with left:
     epsilon = st.select_slider("Total privacy budget ε (log scale)", EPSILONS, value=1.0,
-                               key=f"{state.CHOICE}epsilon")
+                               key=f"{state.CHOICE}epsilon", persist_state="session")
     explain("ε bounds how much any one person's row can change what is released: smaller is "
             "more private and noisier. 1 is a common choice; above 8 the guarantee is weak.")
 with right:
     delta = st.number_input(
         f"δ (default {default_delta(n):.0e}, the largest power of ten ≤ 1/(10n) for n = "
         f"{n:,})", min_value=0.0, max_value=0.1, value=default_delta(n), format="%.2e",
-        step=1e-6, key=f"{state.TABLE}delta")
+        step=1e-6, key=f"{state.TABLE}delta", persist_state="session")
     explain("δ is the small chance that the ε guarantee fails; keep it well below 1/n so that "
             "no single row is likely to be exposed.")
 
@@ -77,7 +79,7 @@ if cls.share_param:
     params[cls.share_param] = st.slider(
         f"Share of the method's ε for {first} (the rest goes to {rest})", 0.05, 0.95,
         float(default.get_params()[cls.share_param]), 0.05,
-        key=f"{state.CHOICE}share:{method}")
+        key=f"{state.CHOICE}share:{method}", persist_state="session")
     explain(f"Moving this slider trades {first} against {rest}; the preview below shows what "
             "each stage's noise means at this split.")
 params.update(parameters.method_inputs(cls, skip=(cls.share_param,)))
@@ -86,18 +88,18 @@ explain("Defaults were chosen from measurements on the Adult census table; fewer
 if not schema.releasable:
     shares_given[DOMAIN] = st.slider(
         "Share of ε for learning data-derived domains privately", 0.05, 0.9, 0.1, 0.05,
-        key=f"{state.TABLE}domain-share")
+        key=f"{state.TABLE}domain-share", persist_state="session")
     explain("Columns whose categories or bounds you did not declare public on the Data page "
             "have their domains learned privately first, with this share.")
 seed = st.number_input("Post-processing seed (optional)", min_value=0, value=None, step=1,
-                       placeholder="none", key=f"{state.CHOICE}seed",
+                       placeholder="none", key=f"{state.CHOICE}seed", persist_state="session",
                        help="Steers only post-processing: initialisation, the searches and "
                             "sampling from the fitted model. Privacy noise is fresh on every "
                             "run, so the same seed twice gives two different releases.")
 seed = None if seed is None else int(seed)
 holdout = schema.target is not None and st.checkbox(
     "Hold out 1/6 of the rows to measure utility honestly (they are not synthesized)",
-    value=True, key=f"{state.CHOICE}holdout")
+    value=True, key=f"{state.CHOICE}holdout", persist_state="session")
 explain("Held-out rows are never shown to the method, so the accuracy of a model trained on the "
         "synthetic table and tested on them is an honest estimate.")
 
@@ -279,13 +281,16 @@ for check in record.checklist:
     (st.warning if check.warn else st.caption)(f"{check.item}: {check.text}")
 st.markdown("**The release**: nothing in these files is read from the private table except "
             "through the mechanisms on the ledger.")
+# No download reruns the page (on_click="ignore"). A rerun starts by dropping the page's file
+# references; the next click interrupted it, and Streamlit then swept away the reports' deferred
+# callables that the browser still held: "Deferred file … not found", a click that did nothing.
 d1, d2, d3, d4 = st.columns(4)
 d1.download_button("Synthetic table (CSV)", record.synthetic.to_csv(index=False),
-                   file_name="synth.csv", mime="text/csv")
+                   file_name="synth.csv", mime="text/csv", on_click="ignore")
 d2.download_button("Privacy ledger (JSON)", json.dumps(record.ledger, indent=2),
-                   file_name="ledger.json", mime="application/json")
+                   file_name="ledger.json", mime="application/json", on_click="ignore")
 d3.download_button("Run configuration (JSON)", json.dumps(record.configuration(), indent=2),
-                   file_name="run.json", mime="application/json")
+                   file_name="run.json", mime="application/json", on_click="ignore")
 d4.download_button("Release report (HTML)", partial(release_page, run),
                    file_name="release_report.html", mime="text/html", on_click="ignore",
                    help="Ledger, parameters and the synthetic table's own charts.")
@@ -299,4 +304,5 @@ st.caption("To run the same configuration outside the app, save the configuratio
            "as schema.json and run the command above on the same table. Its noise is fresh, so "
            "it makes a new release from the same distribution, never this one again.")
 st.dataframe(record.synthetic.head(100), width="stretch", height=220)
-st.page_link("app_pages/compare.py", label="Compare real and synthetic data", icon="📊")
+st.page_link("app_pages/compare.py", label="Compare real and synthetic data",
+             icon=":material/bar_chart:")

@@ -15,7 +15,7 @@ import streamlit as st
 from synth.errors import SynthError
 from synth.evaluation import baselines
 from synth.methods import METHODS
-from synth.plots import pareto_chart, sweep_chart
+from synth.plots import baseline_lines, pareto_chart, reference_lines, sweep_chart
 from synth.privacy.budget import cautions, default_delta
 from synth.report import sweep_report
 from synth.runs import split, synthesized_rows
@@ -25,6 +25,14 @@ from ui import layout, runner, state
 
 REFRESH = 0.5
 EPSILONS = [0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
+SCORE = st.column_config.NumberColumn(format="%.3f")
+COLUMNS = {  # the runs tables: figures for people (the CSV keeps every digit)
+    "epsilon": st.column_config.NumberColumn("ε", format="%g"),
+    "ledger_epsilon": st.column_config.NumberColumn("ε spent", format="%.3g"),
+    "ledger_delta": st.column_config.NumberColumn("δ spent", format="%.1e"),
+    "accuracy": SCORE, "logistic_accuracy": SCORE, "tvd1": SCORE, "tvd2": SCORE,
+    "seconds": st.column_config.NumberColumn(format="%.1f"),
+}
 
 
 ds = layout.sidebar()
@@ -33,15 +41,18 @@ st.caption("One run answers neither how much privacy to spend nor which method t
            "sweep does. Every figure here compares synthetic tables with the real one: for "
            "your eyes, not part of a release.")
 chosen = st.selectbox("Preset", list(PRESETS), format_func=lambda k: PRESETS[k].title,
-                      key=f"{state.CHOICE}sweep:preset")
+                      key=f"{state.CHOICE}sweep:preset", persist_state="session")
 preset = PRESETS[chosen]  # a preset's methods and ε values are kept under its own keys
 methods = st.multiselect("Methods", [m for m in METHODS if m != "private_sampling"],
-                         default=preset.methods, key=f"{state.CHOICE}sweep:methods:{chosen}")
+                         default=preset.methods, key=f"{state.CHOICE}sweep:methods:{chosen}",
+                             persist_state="session")
 epsilons = st.multiselect("ε values", EPSILONS, default=preset.epsilons,
-                          key=f"{state.CHOICE}sweep:epsilons:{chosen}")
+                          key=f"{state.CHOICE}sweep:epsilons:{chosen}", persist_state="session")
 left, right = st.columns(2)
-seeds = int(left.number_input("Seeds", 1, 10, 3, key=f"{state.CHOICE}sweep:seeds"))
+seeds = int(left.number_input("Seeds", 1, 10, 3, key=f"{state.CHOICE}sweep:seeds",
+                              persist_state="session"))
 demo = right.toggle("Demo settings (quicker)", value=True, key=f"{state.CHOICE}sweep:demo",
+                    persist_state="session",
                     help=f"Held fixed in every run: {DEMO}")
 param, values, shares = preset.param, list(preset.values), list(preset.shares)
 if param:
@@ -108,7 +119,7 @@ def live() -> None:
                      f"({current.seconds:.0f} s)" + (" — stopping…" if current.cancelling
                                                      else ""))
     if current.rows:
-        st.dataframe(pd.DataFrame(current.rows), hide_index=True)
+        st.dataframe(pd.DataFrame(current.rows), hide_index=True, column_config=COLUMNS)
     if st.button("Cancel the sweep", disabled=current.cancelling):
         current.cancel()
 
@@ -137,10 +148,7 @@ with tabs[0]:
     if result["accuracy"].notna().any():
         fig = sweep_chart(result, "accuracy", "tree accuracy (real test)")
         if majority is not None:
-            fig.add_hline(y=majority, line_dash="dot",
-                          annotation_text=f"majority class {majority:.3f}")
-            fig.add_hline(y=real_tree, line_dash="dash",
-                          annotation_text=f"tree trained on the real data {real_tree:.3f}")
+            reference_lines(fig, baseline_lines(majority, real_tree))
         st.plotly_chart(fig, width="stretch", key="sw-acc")
         st.plotly_chart(sweep_chart(result, "logistic_accuracy", "logistic accuracy"),
                         width="stretch", key="sw-log")
@@ -153,7 +161,7 @@ with tabs[2]:
     metric = "accuracy" if result["accuracy"].notna().any() else "tvd2"
     st.plotly_chart(pareto_chart(result, metric), width="stretch", key="sw-pareto")
 with tabs[3]:
-    st.dataframe(result, hide_index=True)
+    st.dataframe(result, hide_index=True, column_config=COLUMNS)
     left, right = st.columns(2)
     left.download_button("Sweep table (CSV)", result.to_csv(index=False), "sweep.csv",
                          mime="text/csv", on_click="ignore")

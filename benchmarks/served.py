@@ -1,5 +1,5 @@
-"""The app served by a real ``streamlit run`` on a free loopback port, for the benchmarks that
-drive it from headless Chromium."""
+"""The app served by a real ``streamlit run`` on a free loopback port, for the benchmarks and the
+browser tests that drive it from headless Chromium: started as ``make app`` starts it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -16,6 +17,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+
+
+def command(port: int) -> list[str]:
+    """``make app``'s command line (the Makefile's ``app`` recipe) on a loopback port. Nothing
+    else is passed: every setting comes from .streamlit/config.toml, as it does for a user."""
+    return [sys.executable, "-m", "streamlit", "run", "app.py", f"--server.port={port}",
+            "--server.address=127.0.0.1"]
 
 
 def free_port() -> int:
@@ -27,13 +35,16 @@ def free_port() -> int:
 @contextlib.contextmanager
 def served(log=subprocess.DEVNULL) -> Iterator[tuple[str, int]]:
     """(URL, server PID) once the server answers its health check; on exit the server and the
-    processes it started (joblib workers) are killed."""
+    processes it started (joblib workers) are killed. Its privacy account is SYNTH_HOME's if
+    that is set (the tests set their own), else a fresh one: a benchmark's runs never charge
+    the user's ~/.synth."""
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"),
-         f"--server.port={port}", "--server.address=127.0.0.1", "--server.headless=true",
-         "--server.fileWatcherType=none", "--browser.gatherUsageStats=false"],
-        cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    home = contextlib.ExitStack()
+    synth_home = os.environ.get("SYNTH_HOME") or home.enter_context(
+        tempfile.TemporaryDirectory(prefix="synth-home-"))
+    server = subprocess.Popen(command(port), cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True, env={**os.environ,
+                                                           "SYNTH_HOME": synth_home})
     url = f"http://127.0.0.1:{port}"
     try:
         while True:
@@ -46,3 +57,4 @@ def served(log=subprocess.DEVNULL) -> Iterator[tuple[str, int]]:
     finally:
         os.killpg(server.pid, signal.SIGKILL)
         server.wait()
+        home.close()

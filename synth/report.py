@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from synth.errors import DataError
-from synth.plots import ledger_chart, marginal_chart, sweep_chart, tvd_heatmap
+from synth.plots import ledger_chart, marginal_charts, sweep_chart, tvd_heatmap
 from synth.privacy.budget import epsilon_text
 from synth.schema import Schema
 
@@ -45,8 +45,8 @@ def steward_report(record: Mapping[str, Any], synthetic: pd.DataFrame, real: pd.
     body = [_h(title, 1), _p(STEWARD_ONLY), *_released(record, synthetic),
             _h("Real against synthetic", 2), _p(REAL_DATA),
             _figure(tvd_heatmap(marginal_tvd(real, synthetic, schema)))]
-    body += [_figure(marginal_chart(real, {"synthetic": synthetic}, schema, c))
-             for c in schema.names[:6]]
+    body += map(_figure, marginal_charts(real, {"synthetic": synthetic}, schema,
+                                          schema.names[:6]))
     return _page(title, body)
 
 
@@ -63,8 +63,8 @@ def _released(record: Mapping[str, Any], synthetic: pd.DataFrame | None) -> list
     if synthetic is not None and record.get("schema"):
         schema = Schema.from_dict(record["schema"])
         body += [_h("The synthetic table", 2)]
-        body += [_figure(marginal_chart(None, {"synthetic": synthetic}, schema, c))
-                 for c in schema.names[:6]]
+        body += map(_figure, marginal_charts(None, {"synthetic": synthetic}, schema,
+                                              schema.names[:6]))
     return body
 
 

@@ -9,18 +9,20 @@ Every wait ends on an event (an element appears or goes, the progress text chang
 generous limit; a long run is waited for as long as its progress keeps moving.
 """
 
+import contextlib
+import json
 import os
 import re
+import shlex
 import shutil
-import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from benchmarks.served import command, free_port
 from synth.data import load_sample
 from synth.methods import make
 from synth.privacy.budget import Budget
@@ -39,23 +41,16 @@ WAIT_MS = 300_000  # any one element to appear: five minutes, for a loaded machi
 STALL = 300  # a long run is waited for until its progress has not moved for this many seconds
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def server():  # a fresh server per test: some behaviour depends on the first request
+@contextlib.contextmanager
+def app_server(env: dict | None = None):
+    """(URL, process) of ``make app``'s server on a free port, once its health check answers
+    (a server that died is reported at once)."""
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"),
-         "--server.headless=true", f"--server.port={port}", "--server.address=127.0.0.1",
-         "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(command(port), cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + WAIT_MS / 1000
-    while True:  # the event: the health check answers; a server that died is reported at once
+    while True:  # the event: the health check answers
         try:
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=5) as r:
                 if r.read() == b"ok":
@@ -66,17 +61,21 @@ def server():  # a fresh server per test: some behaviour depends on the first re
                 pytest.fail(f"streamlit did not answer its health check within "
                             f"{WAIT_MS // 1000} s: {proc.stdout.read()}")
             time.sleep(0.3)
-    yield url
-    proc.terminate()
     try:
-        proc.wait(timeout=120)
-    except subprocess.TimeoutExpired:  # a slow shutdown on a loaded machine is not a failure
-        proc.kill()
-        proc.wait()
+        yield url, proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:  # a slow shutdown on a loaded machine is no failure
+            proc.kill()
+            proc.wait()
 
 
-@pytest.fixture
-def page(server, request):
+@contextlib.contextmanager
+def browsing(url: str, request=None):
+    """A page of a fresh headless Chromium at ``url``; a failed test leaves a screenshot, and
+    a script error in the page fails the test."""
     playwright = pytest.importorskip("playwright.sync_api")
     assert Path(CHROMIUM).exists(), "Debian's chromium is needed: the README's test command " \
                                     "installs it (apt-get install chromium)"
@@ -88,14 +87,31 @@ def page(server, request):
         pg = context.new_page()
         errors = []
         pg.on("pageerror", lambda e: errors.append(str(e)))
-        pg.goto(server + getattr(request, "param", "/"))
+        pg.goto(url)
         yield pg
-        report = getattr(request.node, "rep_call", None)
+        report = getattr(request.node, "rep_call", None) if request else None
         if report is not None and report.failed:  # the artifact CI keeps for a failed test
             SHOTS.mkdir(parents=True, exist_ok=True)
             pg.screenshot(path=str(SHOTS / f"FAILED-{request.node.name}.png"), full_page=True)
         browser.close()
         assert not errors, errors
+
+
+@pytest.fixture
+def serving():  # a fresh server per test: some behaviour depends on the first request
+    with app_server() as served:
+        yield served
+
+
+@pytest.fixture
+def server(serving):
+    return serving[0]
+
+
+@pytest.fixture
+def page(server, request):
+    with browsing(server + getattr(request, "param", "/"), request) as pg:
+        yield pg
 
 
 def shot(page, name: str) -> None:
@@ -129,31 +145,101 @@ def wait_while_progressing(page, done, what: str, on_change=None) -> list[list[s
     return seen
 
 
+def test_the_tests_start_the_server_as_make_app_does():
+    """The browser tests and benchmarks run ``make app``'s command, adding only where to
+    listen: the same settings, from the same config file."""
+    dry = subprocess.run(["make", "-n", "--no-print-directory", "app"], cwd=REPO,
+                         capture_output=True, text=True, check=True)
+    recipe = shlex.split(dry.stdout.splitlines()[-1])  # after any install it would need
+    served = command(free_port())
+    assert served[1:len(recipe)] == recipe[1:]
+    assert all(a.startswith(("--server.port=", "--server.address="))
+               for a in served[len(recipe):])
+
+
+def inotify_watches(pid: int) -> int:
+    """Files and folders a process watches through inotify (Linux's /proc)."""
+    watches = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            if os.readlink(fd) == "anon_inode:inotify":
+                text = Path(f"/proc/{pid}/fdinfo/{fd.name}").read_text()
+                watches += text.count("inotify wd:")
+    return watches
+
+
+def test_the_server_watches_no_files(serving, page):
+    """Streamlit's default watcher placed thousands of inotify watches on this repository, the
+    virtual environment's folders among them; as ``make app`` serves it, none."""
+    page.get_by_text("Download working schema (JSON)").wait_for()  # a session ran the app
+    assert inotify_watches(serving[1].pid) == 0
+
+
+def wait_for_downloads(page, arrived: dict, count: int) -> None:
+    """Wait until ``count`` downloads have arrived; fail at once if a download button says
+    it failed (Streamlit shows its error under the button for five seconds)."""
+    failed = page.get_by_test_id("stDownloadButtonError")
+    while len(arrived) < count:
+        assert not failed.count(), f"{failed.all_inner_texts()}; arrived: {sorted(arrived)}"
+        page.wait_for_timeout(100)
+
+
 def test_starts_on_the_sample_and_runs(page):
     page.get_by_text("census demo (bundled sample): 5,000 rows", exact=True).wait_for()
     page.get_by_text("Download working schema (JSON)").wait_for()
     shot(page, "data.png")
     page.get_by_role("link", name="Synthesize").click()  # the sidebar's navigation
+    seed = page.get_by_label("Post-processing seed (optional)", exact=True)
+    seed.fill("1099511627776")  # a long run name, for the Compare page's width below
+    seed.press("Enter")
     page.get_by_role("button", name="Run", exact=True).click()
     page.get_by_role("button", name="Spend and run").click()  # the confirmation
-    wait_while_progressing(page, page.get_by_text(f"Release: {SAMPLE}: Independent marginals ε=1"),
-                           "the first release")
+    wait_while_progressing(page, page.get_by_text(
+        f"Release: {SAMPLE}: Independent marginals ε=1 seed=1099511627776 #1"),
+        "the first release")
     page.get_by_text("1 finished run this session").wait_for()
     page.get_by_test_id("stMetricLabel").get_by_text("ε spent", exact=True).wait_for()
     page.get_by_role("button", name="Privacy ledger (JSON)").wait_for()
     page.locator(".js-plotly-plot").first.wait_for()
     shot(page, "synthesize.png")
-    with page.expect_download() as download:  # made on the click
-        page.get_by_role("button", name="Release report (HTML)").click()
-    report = Path(download.value.path()).read_text()
+
+    # every download once, clicked one after the other as a steward does: a click used to
+    # rerun the page, the next click interrupted that rerun, and the reports' deferred files
+    # were swept away ("Deferred file … not found": the first report click did nothing)
+    arrived = {}
+    page.on("download", lambda d: arrived.setdefault(d.suggested_filename, d))
+    names = {"Synthetic table (CSV)": "synth.csv", "Privacy ledger (JSON)": "ledger.json",
+             "Release report (HTML)": "release_report.html",
+             "Run configuration (JSON)": "run.json",
+             "Steward-only report (HTML)": "steward_only_report.html"}
+    for label in names:
+        page.get_by_role("button", name=label).click()
+    wait_for_downloads(page, arrived, len(names))
+    assert set(arrived) == set(names.values())
+    files = {name: Path(d.path()).read_text() for name, d in arrived.items()}
+    schema = load_sample()[1]
+    assert files["synth.csv"].splitlines()[0].split(",") == schema.names
+    ledger = json.loads(files["ledger.json"])
+    assert ledger["total_epsilon"] <= 1 and ledger["entries"]
+    assert json.loads(files["run.json"])["command"].startswith("python -m synth run")
+    report = files["release_report.html"]
     assert "Release report: independent" in report and "Plotly.newPlot" in report
     assert "Privacy: (1, " in report and "Uses the real data" not in report  # releasable
-    with page.expect_download() as download:
-        page.get_by_role("button", name="Steward-only report (HTML)").click()
-    report = Path(download.value.path()).read_text()
-    assert download.value.suggested_filename == "steward_only_report.html"
+    report = files["steward_only_report.html"]
     assert "Steward-only report (not for release)" in report and "Uses the real data" in report
     assert "Traceback" not in page.content()
+
+    # the Compare summary fits a 1440 px screen: its last column is on screen, whole
+    from playwright.sync_api import expect
+
+    page.set_viewport_size({"width": 1440, "height": 1000})
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Compare").click()
+    page.get_by_text("Summary", exact=True).wait_for()
+    last = page.get_by_role("columnheader").last
+    expect(last).to_have_text("seconds")
+    expect(last).to_be_in_viewport(ratio=1, timeout=WAIT_MS)
+    shot(page, "compare.png")
+
     other_context = page.context.browser.new_context()  # a second tab is its own session
     other_context.set_default_timeout(WAIT_MS)
     other = other_context.new_page()
@@ -267,3 +353,39 @@ def test_tradeoffs_page_sweeps_and_downloads_its_report(page):
     assert "Sweep report: 5 runs of independent" in report
     assert report.count("Plotly.newPlot") >= 4 and "Uses the real data" in report
     assert "Traceback" not in page.content()
+
+
+def test_the_account_outlives_the_server_and_choices_outlive_navigation(tmp_path):
+    """A run's charge and a lifetime limit set in the sidebar are still there for a new session
+    on a restarted server; within a session, a choice survives moving between pages."""
+    env = {**os.environ, "SYNTH_HOME": str(tmp_path)}
+    with app_server(env) as (url, _), browsing(url) as page:
+        page.get_by_text("(no limit set)", exact=False).wait_for()
+        page.get_by_test_id("stSidebar").get_by_text("Lifetime limit").click()
+        limit = page.get_by_label("Most ε all runs on this table may spend", exact=True)
+        limit.fill("3")
+        limit.press("Enter")
+        page.get_by_role("button", name="Set the limit").click()
+        page.get_by_text("of its limit 3 remains", exact=False).wait_for()
+        page.get_by_role("link", name="Synthesize").click()
+        seed = page.get_by_label("Post-processing seed (optional)", exact=True)
+        seed.fill("5")
+        seed.press("Enter")
+        page.get_by_role("button", name="Run", exact=True).click()
+        page.get_by_text("This run spends at most ε = 1", exact=False).wait_for()
+        page.get_by_role("button", name="Spend and run").click()
+        page.get_by_text(f"Release: {SAMPLE}: Independent marginals ε=1 seed=5 #1").wait_for()
+        spent = page.get_by_text("Privacy spent on this table, all runs:", exact=False)
+        page.wait_for_function("() => !document.body.innerText.includes("
+                               "'ε = 3 of its limit 3 remains')")  # the run's charge is in
+        after_run = spent.inner_text()
+        for link in ("Data", "Compare", "Synthesize"):  # a round trip: the seed stays
+            page.get_by_role("link", name=link, exact=True).click()
+            page.get_by_role("heading", name=link, exact=True, level=1).wait_for()
+        assert seed.input_value() == "5"
+    with app_server(env) as (url, _), browsing(url) as page:  # a new server, a new session
+        page.get_by_text("0 finished runs this session").wait_for()
+        shown = page.get_by_text("Privacy spent on this table, all runs:", exact=False)
+        shown.wait_for()
+        assert shown.inner_text() == after_run
+        assert re.search(r"ε = [\d.]+ of its limit 3 remains", after_run), after_run

@@ -1,6 +1,10 @@
 """Plotly builders: the right traces, and real-data figures labelled as not releasable."""
 
+import math
+import re
+
 import numpy as np
+import pytest
 
 from synth.evaluation import marginal_tvd
 from synth.methods import Progress, StageStarted
@@ -8,8 +12,11 @@ from synth.plots import (
     REAL,
     budget_chart,
     composition_chart,
+    k_bound_chart,
     ledger_chart,
+    m_range_chart,
     marginal_chart,
+    marginal_charts,
     progress_chart,
     tvd_heatmap,
     utility_chart,
@@ -32,7 +39,7 @@ def test_tvd_heatmap_and_utility_chart(sample):
     assert heat.data[0].z.shape == (len(schema), len(schema))
     assert "not part of the release" in heat.layout.title.text
     util = utility_chart({"run": {"accuracy": 0.8, "macro_f1": 0.7}}, majority=0.75, real=0.85)
-    assert [t.name for t in util.data] == ["accuracy", "macro F1"]
+    assert [t.name for t in util.data if t.type == "bar"] == ["accuracy", "macro F1"]
     assert len(util.layout.shapes) == 2  # majority and real-data lines
 
 
@@ -86,6 +93,51 @@ def test_composition_chart_has_a_line_per_theorem_and_marks_n():
 
     steps = [1, 10, 100, 1000]
     fig = composition_chart(explore(1.0, 1e-5, steps), steps, 1.0, 1e-5, {"n": 100})
-    assert len(fig.data) == len(THEOREMS) and list(fig.data[0].x) == steps
+    assert sum(list(t.x) == steps for t in fig.data) == len(THEOREMS)  # a curve each
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     assert fig.layout.shapes[0].x0 == 100
+
+
+def test_marginal_charts_draw_each_column_as_marginal_chart_does(sample):
+    table, schema = sample
+    synthetic = {"a": table.head(300)}
+    columns = ["age", "sex", schema.names[-1]]
+    for fig, column in zip(marginal_charts(table, synthetic, schema, columns), columns,
+                           strict=True):
+        one = marginal_chart(table, synthetic, schema, column)
+        assert fig.layout.title.text == one.layout.title.text
+        assert [(list(t.x), list(t.y)) for t in fig.data] == \
+            [(list(t.x), list(t.y)) for t in one.data]
+
+
+def line_positions(fig) -> dict[str, float]:
+    """Each reference line's legend name (a trace without points) and where its line is
+    drawn, matched by its dash."""
+    shapes = {s.line.dash: (s.y0 if s.x0 != s.x1 else s.x0) for s in fig.layout.shapes}
+    assert len(shapes) == len(fig.layout.shapes), "two lines share a dash"
+    return {t.name: shapes[t.line.dash] for t in fig.data
+            if t.type == "scatter" and list(t.x) == [None]}
+
+
+def number(name: str) -> float:
+    return float(re.search(r"[\d,.]+$", name).group().replace(",", ""))
+
+
+@pytest.mark.parametrize("close", [0.0, 0.001, 0.01])
+def test_reference_lines_are_named_in_the_legend_where_no_label_can_collide(close):
+    """Labels written beside lines overlapped when two lines were close (the majority class
+    and the real-data tree; Figure 1's k thresholds): each line is named in the legend, by a
+    dash of its own, and says where it is."""
+    utility = utility_chart({"run": {"accuracy": 0.8, "macro_f1": 0.7}}, majority=0.75,
+                            real=0.75 + close)
+    ps = np.arange(2, 60)
+    lo, hi = 2.0 * np.log10(ps), ps / 4 * np.log10(2)
+    first = int(ps[np.argmax(lo <= hi)])
+    m_range = m_range_chart(ps, lo, hi, here=first + round(close * 1000))
+    k_bound = k_bound_chart(ps, {"ε = 1": ps / 10 - 3})
+    for fig, where in ((utility, number), (m_range, number),
+                       (k_bound, lambda name: math.log10(number(name)))):
+        assert not fig.layout.annotations  # nothing written beside a line
+        lines = line_positions(fig)
+        assert len(lines) == len(fig.layout.shapes) >= 2
+        assert all(at == pytest.approx(where(name)) for name, at in lines.items()), lines

@@ -60,7 +60,6 @@ def confirm_spending(ds: state.Dataset, epsilon: float, delta: float, what: str,
 
 def sidebar() -> state.Dataset:
     """Draw the dataset picker; return the dataset the page should use."""
-    state.keep_choices()
     with st.sidebar:
         st.header("Dataset")
         upload = st.file_uploader(
@@ -95,7 +94,7 @@ def sidebar() -> state.Dataset:
                     "Most ε all runs on this table may spend", min_value=0.01, format="%g",
                     value=usage.limit_epsilon or (math.floor(usage.epsilon) + 1.0
                                                   if math.isfinite(usage.epsilon) else 1.0),
-                    key=f"{state.TABLE}limit",
+                    key=f"{state.TABLE}limit", persist_state="session",
                     help="A run or sweep that would pass it is refused before it reads "
                          "anything. Kept with the account under SYNTH_HOME, for the CLI too.")
                 if st.button("Set the limit"):

@@ -38,12 +38,15 @@ def widget(method: str, p: Param, default: Any) -> Any:
     """The input for one parameter, keyed ``param:METHOD:NAME``."""
     key, label, help_text = f"param:{method}:{p.name}", p.title, p.help
     if p.kind is bool:
-        return st.checkbox(label, value=bool(default), key=key, help=help_text)
+        return st.checkbox(label, value=bool(default), key=key,
+                           persist_state="session", help=help_text)
     if p.choices is not None:
         return st.selectbox(label, p.choices, index=p.choices.index(default), key=key,
+                            persist_state="session",
                             help=help_text)
     if p.kind is str:
-        return st.text_input(label, value=str(default), key=key, help=help_text)
+        return st.text_input(label, value=str(default), key=key,
+                             persist_state="session", help=help_text)
     kind = p.kind if default is None else type(default)  # a float parameter given 20 stays 20
     bounds = {}
     if p.low is not None and not p.low_open:  # an open end is left to the method's check
@@ -51,6 +54,6 @@ def widget(method: str, p: Param, default: Any) -> Any:
     if p.high is not None and not p.high_open:
         bounds["max_value"] = kind(p.high)
     style = {"step": 1} if kind is int else {"format": "%g"}
-    return st.number_input(label, value=default, key=key, help=help_text,
+    return st.number_input(label, value=default, key=key, persist_state="session", help=help_text,
                            placeholder="the method's choice" if p.optional else None,
                            **bounds, **style)

@@ -23,9 +23,10 @@ from ui import runner
 log = logging.getLogger(__name__)
 
 SAMPLE_NAME = "census demo (bundled sample)"
-CHOICE, TABLE = "choice:", "table:"  # widget keys: the session's choices; the current table's
+# Widget keys of the choices a page keeps for the session (Streamlit's persist_state), under
+# two prefixes: the session's own choices, and the current table's (cleared when it changes)
+CHOICE, TABLE = "choice:", "table:"
 COLUMN_EDIT = f"{TABLE}column:"  # the Data page's column editor, re-read when the schema moves
-KEPT = (CHOICE, TABLE, "param:", "fz:")  # every widget key a page's choice lives under
 
 
 @dataclass
@@ -60,14 +61,6 @@ def dataset() -> Dataset:
         table, schema = _sample()
         st.session_state["dataset"] = Dataset(SAMPLE_NAME, table, schema, schema)
     return st.session_state["dataset"]
-
-
-def keep_choices() -> None:
-    """Keep every page's choices for the session. Streamlit forgets a widget's value when a
-    page without that widget runs; a value written back through the Session State API is
-    kept, so the sidebar (drawn first on every page) writes each choice back."""
-    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(KEPT)]:
-        st.session_state[key] = st.session_state[key]
 
 
 def among(key: str, options: list) -> None:
