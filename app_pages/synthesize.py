@@ -27,10 +27,10 @@ from synth.schema import Schema
 from ui import layout, parameters, runner, state
 
 EPSILONS = [0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
-REFRESH = 0.4  # seconds between redraws of a live run's progress
-CHARTS = 2.0  # seconds between redraws of its curves
+REFRESH = 1.0  # seconds between redraws of a live run's progress
+CURVES = 5.0  # and of its curves
 
-ds = layout.sidebar()
+ds = layout.sidebar(watched="run")  # this page's live view sees the run end
 st.title("Synthesize")
 schema = ds.schema
 tutorial = st.toggle("Tutorial: explain each control", key=f"{state.CHOICE}tutorial",
@@ -203,9 +203,11 @@ elif state.asked_to_spend("run"):
     layout.confirm_spending(ds, epsilon, delta, "This run spends at most", start)
 
 
-@st.fragment(run_every=REFRESH)
+@st.fragment(run_every=REFRESH if state.job() is not None else None)  # idle: no redraws
 def live() -> None:
-    """Redraw the run in progress a few times a second, without rerunning the page."""
+    """Redraw the run's progress every second, without rerunning the page. The browser shares
+    the machine with the training: on 2 cores, redrawing progress and curves every 0.4 s
+    slowed DP-GAN by half (benchmarks/app.py)."""
     job = state.job()
     if job is None:
         return
@@ -224,10 +226,10 @@ def live() -> None:
         job.cancel()
 
 
-@st.fragment(run_every=CHARTS)
-def live_charts() -> None:
-    """The run's measured curves, redrawn less often than its progress: drawing them costs
-    the browser, and the browser shares the machine with the training."""
+@st.fragment(run_every=CURVES if state.job() is not None else None)
+def live_curves() -> None:
+    """The run's measured curves, redrawn every few seconds: a chart's redraw is what costs
+    the browser most (at every second it slowed DP-GAN's training by a fifth on 2 cores)."""
     job = state.job()
     if job is None or job.status != runner.RUNNING:
         return
@@ -241,7 +243,7 @@ def live_charts() -> None:
 
 
 live()
-live_charts()
+live_curves()
 
 ended = state.last_job()
 if ended is not None and ended.status in (runner.CANCELLED, runner.FAILED):

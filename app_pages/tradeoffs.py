@@ -23,7 +23,7 @@ from synth.schema import Schema
 from synth.sweep import DEMO, PRESETS, grid, sweep
 from ui import layout, runner, state
 
-REFRESH = 0.5
+REFRESH = 1.0  # seconds between redraws of a live sweep (each costs the browser)
 EPSILONS = [0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
 SCORE = st.column_config.NumberColumn(format="%.3f")
 COLUMNS = {  # the runs tables: figures for people (the CSV keeps every digit)
@@ -35,7 +35,7 @@ COLUMNS = {  # the runs tables: figures for people (the CSV keeps every digit)
 }
 
 
-ds = layout.sidebar()
+ds = layout.sidebar(watched="sweep")  # this page's live view sees the sweep end
 st.title("Trade-offs")
 st.caption("One run answers neither how much privacy to spend nor which method to trust; a "
            "sweep does. Every figure here compares synthetic tables with the real one: for "
@@ -95,6 +95,9 @@ def start() -> None:
         account=account)))
 
 
+ended = state.last_sweep()
+if ended is not None and ended.status == runner.FAILED:
+    st.error(f"{ended.name} failed: {ended.error}. Earlier sweeps are kept.")
 blocked = "a sweep is in progress" if state.sweep_job() is not None else problem
 if st.button("Run the sweep", type="primary", disabled=bool(blocked)):
     state.ask_to_spend("sweep")
@@ -106,7 +109,7 @@ elif state.asked_to_spend("sweep"):
                             summed=True)
 
 
-@st.fragment(run_every=REFRESH)
+@st.fragment(run_every=REFRESH if state.sweep_job() is not None else None)  # idle: no redraws
 def live() -> None:
     """Runs done and the rows so far, a few times a second."""
     current = state.sweep_job()

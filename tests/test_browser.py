@@ -272,7 +272,7 @@ def test_a_live_dp_select_run_then_a_cancelled_one(page):
         epochs.press("Enter")
         page.get_by_text(f"{critic_steps(value):,} critic steps").wait_for()  # the preview
 
-    set_epochs(3)
+    set_epochs(10)  # long enough for the curves, redrawn every 5 s, to be seen
     page.get_by_role("button", name="Run", exact=True).click()
     page.get_by_role("button", name="Spend and run").click()  # the confirmation
     release = page.get_by_text(f"Release: {SAMPLE}: DP-Select ε=1 gan_share=0.2 #1")

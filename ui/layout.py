@@ -58,8 +58,9 @@ def confirm_spending(ds: state.Dataset, epsilon: float, delta: float, what: str,
             st.rerun()
 
 
-def sidebar() -> state.Dataset:
-    """Draw the dataset picker; return the dataset the page should use."""
+def sidebar(watched: str | None = None) -> state.Dataset:
+    """Draw the dataset picker; return the dataset the page should use. ``watched`` ("run" or
+    "sweep") is what the page's own live view follows, so the sidebar need not watch it."""
     with st.sidebar:
         st.header("Dataset")
         upload = st.file_uploader(
@@ -100,7 +101,7 @@ def sidebar() -> state.Dataset:
                 if st.button("Set the limit"):
                     account.set_limit(limit, usage.limit_delta)
                     st.rerun()
-        watch()
+        watch(watched)
     return ds
 
 
@@ -120,14 +121,17 @@ def announce(run: runner.Job | None, sweep: runner.SweepJob | None) -> None:
             st.toast(f"Failed: {job.name}: {job.error}", icon=":material/error:")
 
 
-def watch() -> None:
+def watch(watched: str | None) -> None:
     """While a run or a sweep is in progress, check every second whether it has ended, and
-    then rerun the page so that :func:`announce` tells it (the page itself may be idle)."""
-    busy = [j for j in (state.job(), state.sweep_job()) if j is not None]
+    then rerun the page so that :func:`announce` tells it (the page itself may be idle). Not
+    the one the page's live view follows: every redraw costs the browser, beside training."""
+    jobs = {"run": state.job(), "sweep": state.sweep_job()}
+    busy = [job for what, job in jobs.items() if job is not None]
+    unwatched = [job for what, job in jobs.items() if job is not None and what != watched]
 
-    @st.fragment(run_every=1.0 if busy else None)
+    @st.fragment(run_every=1.0 if unwatched else None)
     def check() -> None:
-        if any(j.status != runner.RUNNING for j in busy):
+        if any(job.status != runner.RUNNING for job in unwatched):
             st.rerun(scope="app")
         for job in busy:
             st.caption(f":material/hourglass_top: running: {job.name}")

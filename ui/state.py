@@ -68,7 +68,8 @@ def among(key: str, options: list) -> None:
     column gone), so the widget shows a valid choice instead of failing."""
     value = st.session_state.get(key)
     if isinstance(value, list):
-        st.session_state[key] = [v for v in value if v in options]
+        if any(v not in options for v in value):  # written only then: a write is a new value
+            st.session_state[key] = [v for v in value if v in options]
     elif key in st.session_state and value not in options:
         del st.session_state[key]
 
@@ -83,7 +84,7 @@ def set_dataset(ds: Dataset) -> None:
     run's message) goes; runs and sweeps stay, each under its own table's name."""
     st.session_state["dataset"] = ds
     _forget(TABLE)
-    for key in ("last_job", "asked"):
+    for key in ("last_job", "last_sweep", "asked"):
         st.session_state.pop(key, None)
 
 
@@ -170,6 +171,7 @@ def sweep_job() -> runner.SweepJob | None:
 
 def start_sweep(new: runner.SweepJob) -> None:
     st.session_state["sweep_job"] = new
+    st.session_state.pop("last_sweep", None)
 
 
 @st.cache_resource
@@ -189,7 +191,13 @@ def collect_sweep() -> runner.SweepJob | None:
     del st.session_state["sweep_job"]
     if current.status == runner.DONE:
         sweeps().setdefault(current.table, {})[current.key] = current.result
+    st.session_state["last_sweep"] = current
     return current
+
+
+def last_sweep() -> runner.SweepJob | None:
+    """The most recently ended sweep, to report a failure."""
+    return st.session_state.get("last_sweep")
 
 
 def job() -> runner.Job | None:
