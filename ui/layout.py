@@ -126,7 +126,7 @@ def watch(watched: str | None) -> None:
     then rerun the page so that :func:`announce` tells it (the page itself may be idle). Not
     the one the page's live view follows: every redraw costs the browser, beside training."""
     jobs = {"run": state.job(), "sweep": state.sweep_job()}
-    busy = [job for what, job in jobs.items() if job is not None]
+    busy = [job for job in jobs.values() if job is not None]
     unwatched = [job for what, job in jobs.items() if job is not None and what != watched]
 
     @st.fragment(run_every=1.0 if unwatched else None)
