@@ -49,39 +49,44 @@ def describe(schema: Schema) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def kept(what: str) -> dict:
+    """A choice about the current schema, kept for the session and renewed with the schema
+    (an edit, a loaded file, another table)."""
+    return {"key": state.mine(what, schema=True), "persist_state": "session"}
+
+
 st.subheader("Schema")
 with st.expander("Edit a column, or load a schema file"):
     st.caption("Changing a column's kind re-reads its domain from the table (data-derived until "
                "you declare it public); edited bounds or categories replace its domain.")
-    state.among(f"{state.TABLE}edit", ds.base.names)
-    name = st.selectbox("Column to edit", ds.base.names, key=f"{state.TABLE}edit",
+    state.among(state.mine("edit"), ds.base.names)
+    name = st.selectbox("Column to edit", ds.base.names, key=state.mine("edit"),
                         persist_state="session")
     col = ds.base[name]
     kind = st.radio("Kind", KINDS, index=KINDS.index(col.kind), horizontal=True,
-                    key=f"{state.COLUMN_EDIT}kind:{name}", persist_state="session")
+                    **kept(f"kind:{name}"))
     lower = upper = categories = integer = policy = fill = None
     if kind == NUMERIC and col.kind == NUMERIC:
         left, right = st.columns(2)
         lower = left.number_input("Lower bound", value=col.lower, format="%g",
-                                  key=f"{state.COLUMN_EDIT}lower:{name}", persist_state="session")
+                                  **kept(f"lower:{name}"))
         upper = right.number_input("Upper bound", value=col.upper, format="%g",
-                                   key=f"{state.COLUMN_EDIT}upper:{name}", persist_state="session")
+                                   **kept(f"upper:{name}"))
         integer = left.checkbox("Whole numbers only (integer)", value=col.integer,
-                                key=f"{state.COLUMN_EDIT}integer:{name}", persist_state="session",
+                                **kept(f"integer:{name}"),
                                 help="Synthetic values are whole numbers, and the methods can "
                                      "keep point masses such as 0 or 40 exactly.")
         policy = right.selectbox("A missing value is", MISSING_POLICIES,
                                  index=MISSING_POLICIES.index(col.missing),
-                                 key=f"{state.COLUMN_EDIT}missing:{name}", persist_state="session",
+                                 **kept(f"missing:{name}"),
                                  help="none: an error; indicator: learned as a present/missing "
                                       "column (blanks in the release); fill: a public value")
         if policy == "fill":
             fill = right.number_input("Public fill value", value=col.fill_value, format="%g",
-                                      key=f"{state.COLUMN_EDIT}fill:{name}",
-                                      persist_state="session")
+                                      **kept(f"fill:{name}"))
     elif kind == CATEGORICAL and col.kind == CATEGORICAL:
         text = st.text_area("Categories, one per line", "\n".join(col.categories or ()),
-                            key=f"{state.COLUMN_EDIT}categories:{name}", persist_state="session")
+                            **kept(f"categories:{name}"))
         categories = [line.strip() for line in text.splitlines() if line.strip()]
     if st.button("Apply to this column"):
         with state.guard(f"Editing column {name!r}"):
@@ -115,25 +120,25 @@ names = ds.base.names
 categorical = [c.name for c in ds.base if c.kind == CATEGORICAL]
 targets = ["", *categorical]  # "": none (a kept None would read as no choice at all)
 for choice, options in (("drop", names), ("public", names), ("target", targets)):
-    state.among(f"{state.TABLE}{choice}", options)
+    state.among(state.mine(choice), options)
 dropped = st.multiselect(
-    "Columns to leave out of the synthetic table", names, key=f"{state.TABLE}drop",
+    "Columns to leave out of the synthetic table", names, key=state.mine("drop"),
     persist_state="session",
     help="Every column is released unless you leave it out. Identifier-like and constant "
          "columns (see the warnings) only waste privacy budget.")
 public = st.multiselect(
     "Columns whose domain (categories or bounds) is public knowledge", names,
-    default=[c.name for c in ds.base if c.public], key=f"{state.TABLE}public",
+    default=[c.name for c in ds.base if c.public], key=state.mine("public"),
     persist_state="session",
     help="A public domain costs no budget and is released exactly as listed below. Any other "
          "domain is learned privately from the table, with a share of the budget.")
 target = st.selectbox(
-    "Target column for utility checks", targets, key=f"{state.TABLE}target",
+    "Target column for utility checks", targets, key=state.mine("target"),
     persist_state="session",
     index=targets.index(ds.base.target or ""), format_func=lambda c: c or "none") or None
 confirmed = not ds.base.proposed or st.checkbox(
     "I have checked each column's kind, integer flag and missing-value policy: they are my "
-    "declaration, not a reading of the data", key=f"{state.TABLE}confirm", persist_state="session")
+    "declaration, not a reading of the data", **kept("confirm"))
 
 with state.guard("Updating the schema"):
     schema = replace(ds.base.declare_public(public), target=target)

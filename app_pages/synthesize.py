@@ -67,7 +67,7 @@ with right:
     delta = st.number_input(
         f"δ (default {default_delta(n):.0e}, the largest power of ten ≤ 1/(10n) for n = "
         f"{n:,})", min_value=0.0, max_value=0.1, value=default_delta(n), format="%.2e",
-        step=1e-6, key=f"{state.TABLE}delta", persist_state="session")
+        step=1e-6, key=state.mine("delta"), persist_state="session")
     explain("δ is the small chance that the ε guarantee fails; keep it well below 1/n so that "
             "no single row is likely to be exposed.")
 
@@ -88,7 +88,7 @@ explain("Defaults were chosen from measurements on the Adult census table; fewer
 if not schema.releasable:
     shares_given[DOMAIN] = st.slider(
         "Share of ε for learning data-derived domains privately", 0.05, 0.9, 0.1, 0.05,
-        key=f"{state.TABLE}domain-share", persist_state="session")
+        key=state.mine("domain-share"), persist_state="session")
     explain("Columns whose categories or bounds you did not declare public on the Data page "
             "have their domains learned privately first, with this share.")
 seed = st.number_input("Post-processing seed (optional)", min_value=0, value=None, step=1,
@@ -178,8 +178,9 @@ def steward_page(run: state.Run) -> str:
     return steward_report(run.record.release(), run.record.synthetic, run.real, run.schema)
 
 
-def start() -> None:
-    """Start the planned run in the background, charged to the table's account."""
+def start() -> bool:
+    """Start the planned run in the background, charged to the table's account; whether it
+    started (a failure is shown)."""
     with state.guard("Starting the run"):
         private, test = runs.split(ds.table, schema, holdout)
         split_note = (f" {cls.share_param}={model.get_params()[cls.share_param]:g}"
@@ -190,17 +191,24 @@ def start() -> None:
         state.start_job(runner.Job(name, seed, epsilon).start(
             partial(work, planned, name, ds.name, private, test, schema),
             ledger=lambda run=planned: run.spent))
+        return True
+    return False
 
 
 blocked = ("a run is in progress" if state.job() is not None
            else "the plan above cannot run" if planned is None
            else "the schema is not confirmed yet" if schema.proposed else "")
+plan = "" if planned is None else f"{planned.account.key} {planned.command}"
 if st.button("Run", type="primary", disabled=bool(blocked)):
-    state.ask_to_spend("run")
+    state.ask_to_spend("run", plan)
+asked = state.asked_to_spend("run", plan)
 if blocked:
     st.caption(f"Run is unavailable: {blocked}.")
-elif state.asked_to_spend("run"):
+elif asked:
     layout.confirm_spending(ds, epsilon, delta, "This run spends at most", start)
+elif asked is False:
+    st.warning("The settings changed after Run was pressed, so nothing was spent: press Run "
+               "again to see what the new ones spend.")
 
 
 @st.fragment(run_every=REFRESH if state.job() is not None else None)  # idle: no redraws

@@ -82,7 +82,7 @@ if not problem:
 delta = default_delta(synthesized_rows(len(ds.table), ds.schema))  # split's train rows
 
 
-def start() -> None:
+def start() -> bool:
     """Start the sweep in the background, every run charged to the table's account."""
     train, test = split(ds.table, ds.schema)
     job = runner.SweepJob(f"{ds.name}: sweep of {len(jobs)} runs", 0, max(epsilons),
@@ -93,17 +93,23 @@ def start() -> None:
         jobs, train, test, ds.schema, delta,
         on_row=lambda done, total, row: rows.append(row), should_stop=ctx.should_stop,
         account=account)))
+    return True
 
 
 ended = state.last_sweep()
 if ended is not None and ended.status == runner.FAILED:
     st.error(f"{ended.name} failed: {ended.error}. Earlier sweeps are kept.")
 blocked = "a sweep is in progress" if state.sweep_job() is not None else problem
+plan = f"{table_key} {key}"
 if st.button("Run the sweep", type="primary", disabled=bool(blocked)):
-    state.ask_to_spend("sweep")
+    state.ask_to_spend("sweep", plan)
+asked = state.asked_to_spend("sweep", plan)
 if blocked:
     st.caption(f"The sweep is unavailable: {blocked}.")
-elif state.asked_to_spend("sweep"):
+elif asked is False:
+    st.warning("The settings changed after Run the sweep was pressed, so nothing was spent: "
+               "press it again to see what the new sweep spends.")
+elif asked:
     layout.confirm_spending(ds, sum(j.epsilon for j in jobs), delta * len(jobs),
                             f"This sweep of {len(jobs)} runs spends at most", start,
                             summed=True)

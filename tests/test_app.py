@@ -84,6 +84,12 @@ def finish(at, key: str = "job"):
     return wait_until(at, lambda a: key not in a.session_state, f"the {key} to end", key)
 
 
+def labelled(widgets, label: str):
+    """The widget whose label starts with ``label`` (a table's choices are keyed anew for each
+    table and schema, so they are found by what the steward reads)."""
+    return next(w for w in widgets if w.label.startswith(label))
+
+
 def button(at, label: str):
     return next(b for b in at.button if b.label == label)
 
@@ -160,17 +166,17 @@ def test_uploaded_table_learns_its_domains_privately(app):
     app.switch_page(SYNTH).run()
     assert run_button(app).disabled and "still proposals" in texts(app)  # not yet confirmed
     app.switch_page("app_pages/data.py").run()
-    app.checkbox(key="table:confirm").check().run()
+    labelled(app.checkbox, "I have checked each column").check().run()
     assert "proposals read from the table" not in texts(app)
-    app.selectbox(key="table:edit").set_value("answer").run()  # an edit after confirming
-    app.radio(key="table:column:kind:answer").set_value("numeric").run()
+    labelled(app.selectbox, "Column to edit").set_value("answer").run()  # an edit after confirming
+    labelled(app.radio, "Kind").set_value("numeric").run()
     next(b for b in app.button if b.label == "Apply to this column").click().run()
     assert any("Editing column 'answer' failed" in e.value for e in app.error)  # y/n
-    app.selectbox(key="table:edit").set_value("age").run()
-    app.radio(key="table:column:kind:age").set_value("categorical").run()
+    labelled(app.selectbox, "Column to edit").set_value("age").run()
+    labelled(app.radio, "Kind").set_value("categorical").run()
     next(b for b in app.button if b.label == "Apply to this column").click().run()
     assert "3 columns are proposals read from the table" in texts(app)  # confirmed anew
-    app.checkbox(key="table:confirm").check().run()
+    labelled(app.checkbox, "I have checked each column").check().run()
     app.switch_page(SYNTH).run()
     share = next(s for s in app.slider if "learning data-derived domains" in s.label)
     share.set_value(0.5).run()
@@ -202,8 +208,8 @@ def test_a_failed_utility_check_keeps_the_release(app):
     app.sidebar.file_uploader[0].set_value(("onesided.csv", data, "text/csv")).run()
     next(m for m in app.multiselect if m.label.startswith("Columns whose domain")).select(
         "k").select("g").select("label").run()
-    app.selectbox(key="table:target").set_value("label").run()
-    app.checkbox(key="table:confirm").check().run()
+    labelled(app.selectbox, "Target column").set_value("label").run()
+    labelled(app.checkbox, "I have checked each column").check().run()
     app.switch_page(SYNTH).run()
     run(app)
     assert not app.exception and not app.error, [e.value for e in app.error]
@@ -248,7 +254,7 @@ def test_the_tables_account_counts_every_run_and_refuses_past_its_limit(app, mon
 def test_the_sidebar_sets_the_tables_limit(app, monkeypatch, tmp_path):
     monkeypatch.setenv("SYNTH_HOME", str(tmp_path))
     assert "(no limit set)" in texts(app)
-    app.sidebar.number_input(key="table:limit").set_value(2.5).run()
+    labelled(app.sidebar.number_input, "Most ε all runs").set_value(2.5).run()
     button(app, "Set the limit").click().run()
     assert "ε = 2.5 of its limit 2.5 remains" in texts(app)
     table, _ = load_sample()
@@ -436,21 +442,21 @@ def test_compare_page_shows_every_chosen_run(app):
 
 
 def test_edit_a_column_on_the_data_page(app):
-    app.selectbox(key="table:edit").set_value("age").run()
-    app.number_input(key="table:column:lower:age").set_value(0.0).run()
-    app.number_input(key="table:column:upper:age").set_value(120.0).run()
+    labelled(app.selectbox, "Column to edit").set_value("age").run()
+    labelled(app.number_input, "Lower bound").set_value(0.0).run()
+    labelled(app.number_input, "Upper bound").set_value(120.0).run()
     next(b for b in app.button if b.label == "Apply to this column").click().run()
     assert not app.exception and not app.error
     described = app.dataframe[-1].value.set_index("column")
     assert described.loc["age", "domain"] == "[0, 120]" and described.loc["age", "integer"]
-    app.checkbox(key="table:column:integer:age").uncheck().run()
-    app.selectbox(key="table:column:missing:age").set_value("fill").run()
-    app.number_input(key="table:column:fill:age").set_value(40.0).run()
+    labelled(app.checkbox, "Whole numbers only").uncheck().run()
+    labelled(app.selectbox, "A missing value is").set_value("fill").run()
+    labelled(app.number_input, "Public fill value").set_value(40.0).run()
     next(b for b in app.button if b.label == "Apply to this column").click().run()
     described = app.dataframe[-1].value.set_index("column")
     assert not described.loc["age", "integer"] and described.loc["age", "missing values"] == "fill"
-    app.selectbox(key="table:edit").set_value("education_years").run()
-    app.radio(key="table:column:kind:education_years").set_value(
+    labelled(app.selectbox, "Column to edit").set_value("education_years").run()
+    labelled(app.radio, "Kind").set_value(
         "categorical").run()
     next(b for b in app.button if b.label == "Apply to this column").click().run()
     described = app.dataframe[-1].value.set_index("column")
@@ -458,8 +464,8 @@ def test_edit_a_column_on_the_data_page(app):
     assert "categories" in described.loc["education_years", "domain"]
     assert described.loc["education_years", "read from the data"]  # re-read: a proposal
     assert "1 columns are proposals read from the table" in texts(app)
-    app.selectbox(key="table:edit").set_value("sex").run()
-    app.radio(key="table:column:kind:sex").set_value("numeric").run()
+    labelled(app.selectbox, "Column to edit").set_value("sex").run()
+    labelled(app.radio, "Kind").set_value("numeric").run()
     next(b for b in app.button if b.label == "Apply to this column").click().run()
     assert any("Editing column 'sex' failed" in e.value and "not numbers" in e.value
                for e in app.error)
@@ -498,10 +504,10 @@ def test_load_a_schema_file_on_the_data_page(app):
     schema["target"] = "sex"
     age = next(c for c in schema["columns"] if c["name"] == "age")
     age["upper"] = 120.0
-    app.multiselect(key="table:drop").set_value(["race"]).run()  # choices the file replaces
-    app.selectbox(key="table:target").set_value("").run()
-    app.selectbox(key="table:edit").set_value("age").run()
-    assert app.number_input(key="table:column:upper:age").value != 120.0
+    labelled(app.multiselect, "Columns to leave out").set_value(["race"]).run()  # reset below
+    labelled(app.selectbox, "Target column").set_value("").run()
+    labelled(app.selectbox, "Column to edit").set_value("age").run()
+    assert labelled(app.number_input, "Upper bound").value != 120.0
     key = "schema-file:census demo (bundled sample)"
     app.file_uploader(key=key).set_value(
         ("mine.json", json.dumps(schema).encode(), "application/json")).run()
@@ -509,10 +515,10 @@ def test_load_a_schema_file_on_the_data_page(app):
     assert "1 column domains are data-derived (region)" in texts(app)
     # every widget shows what the file says
     public = [c["name"] for c in schema["columns"] if c["public"]]
-    assert app.multiselect(key="table:public").value == public
-    assert app.selectbox(key="table:target").value == "sex"
-    assert app.multiselect(key="table:drop").value == []
-    assert app.number_input(key="table:column:upper:age").value == 120.0
+    assert labelled(app.multiselect, "Columns whose domain").value == public
+    assert labelled(app.selectbox, "Target column").value == "sex"
+    assert labelled(app.multiselect, "Columns to leave out").value == []
+    assert labelled(app.number_input, "Upper bound").value == 120.0
     app.file_uploader(key=key).set_value(("bad.json", b"{not json", "application/json")).run()
     assert any("Loading bad.json failed" in e.value and "not valid JSON" in e.value
                for e in app.error)
@@ -529,16 +535,16 @@ def upload(at, name: str, n: int):
     at.switch_page(DATA).run()
     at.sidebar.file_uploader[0].set_value(
         (name, f"age,group,answer\n{rows}\n".encode(), "text/csv")).run()
-    at.multiselect(key="table:public").set_value(["age", "group", "answer"]).run()
-    at.checkbox(key="table:confirm").check().run()
+    labelled(at.multiselect, "Columns whose domain").set_value(["age", "group", "answer"]).run()
+    labelled(at.checkbox, "I have checked each column").check().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     return at
 
 
 def test_choices_survive_navigation_round_trips(app):
-    app.multiselect(key="table:drop").set_value(["region"]).run()
-    app.multiselect(key="table:public").set_value(["age", "sex", "income"]).run()
-    app.selectbox(key="table:target").set_value("").run()  # none
+    labelled(app.multiselect, "Columns to leave out").set_value(["region"]).run()
+    labelled(app.multiselect, "Columns whose domain").set_value(["age", "sex", "income"]).run()
+    labelled(app.selectbox, "Target column").set_value("").run()  # none
     app.switch_page(SYNTH).run()
     app.selectbox(key="choice:method").set_value("dpselect").run()
     app.select_slider(key="choice:epsilon").set_value(4.0).run()
@@ -553,9 +559,9 @@ def test_choices_survive_navigation_round_trips(app):
         app.switch_page(page).run()
         assert not app.exception
         assert page == FEASIBILITY or not app.error, (page, [e.value for e in app.error])
-    assert app.multiselect(key="table:drop").value == ["region"]
-    assert app.multiselect(key="table:public").value == ["age", "sex", "income"]
-    assert app.selectbox(key="table:target").value == ""
+    assert labelled(app.multiselect, "Columns to leave out").value == ["region"]
+    assert labelled(app.multiselect, "Columns whose domain").value == ["age", "sex", "income"]
+    assert labelled(app.selectbox, "Target column").value == ""
     assert app.session_state["dataset"].schema.target is None
     assert "region" not in app.session_state["dataset"].schema.names  # what the run uses
     app.switch_page(SYNTH).run()
@@ -571,18 +577,18 @@ def test_choices_survive_navigation_round_trips(app):
 
 
 def test_two_tables_in_one_session_keep_their_runs_apart(app):
-    app.multiselect(key="table:drop").set_value(["region"]).run()
+    labelled(app.multiselect, "Columns to leave out").set_value(["region"]).run()
     app.switch_page(SYNTH).run()
     run(app)
-    app.number_input(key="table:delta").set_value(0.0).run()  # δ = 0: this one fails
+    labelled(app.number_input, "δ (default").set_value(0.0).run()  # δ = 0: this one fails
     run(app)
     assert any("failed" in e.value for e in app.error)
     upload(app, "mine.csv", 600)  # switching tables clears what belonged to the sample
-    assert app.multiselect(key="table:drop").value == []
+    assert labelled(app.multiselect, "Columns to leave out").value == []
     app.switch_page(SYNTH).run()
     assert not app.error and "Release:" not in texts(app)  # neither the failure nor #1
     assert "No runs of mine.csv yet" in texts(app)
-    assert app.number_input(key="table:delta").value > 0  # mine.csv's own default δ
+    assert labelled(app.number_input, "δ (default").value > 0  # mine.csv's own default δ
     run(app)
     assert any(s.value.startswith("Release: mine.csv: Independent") for s in app.subheader)
     app.switch_page(COMPARE).run()
@@ -601,7 +607,7 @@ def test_compare_handles_runs_with_different_columns(app):
     app.switch_page(SYNTH).run()
     run(app)
     app.switch_page(DATA).run()
-    app.multiselect(key="table:drop").set_value(["occupation"]).run()
+    labelled(app.multiselect, "Columns to leave out").set_value(["occupation"]).run()
     app.switch_page(SYNTH).run()
     run(app)
     app.switch_page(COMPARE).run()
@@ -622,7 +628,7 @@ def test_guard_rails_warn_and_say_why_run_is_unavailable(app):
     app.select_slider(key="choice:epsilon").set_value(8.0).run()
     assert any("ε = 8 is a weak guarantee" in w.value for w in app.warning)
     assert not any("above 1/(10n)" in w.value for w in app.warning)  # the default δ is not
-    app.number_input(key="table:delta").set_value(0.01).run()
+    labelled(app.number_input, "δ (default").set_value(0.01).run()
     assert any("above 1/(10n) = 0.0033" in w.value for w in app.warning)
     app.selectbox(key="choice:method").set_value("dpgan").run()
     assert run_button(app).disabled

@@ -169,3 +169,4 @@ def test_cautions_speak_from_the_thresholds():
     assert any("about 2 of these 1,000 rows" in c for c in cautions(1, 0.002, 1000))
     assert not cautions(1, 1e-4, 1000)  # exactly 1/(10n)
     assert any("Only 999 rows" in c for c in cautions(1, 1e-9, 999))
+    assert any("e^ε ≈ 10^434 times" in c for c in cautions(1000, 1e-9, 10**6))  # no overflow

@@ -31,7 +31,7 @@ def spent_words(usage: Usage) -> str:
 
 
 def confirm_spending(ds: state.Dataset, epsilon: float, delta: float, what: str,
-                     action: Callable[[], None], summed: bool = False) -> None:
+                     action: Callable[[], bool], summed: bool = False) -> None:
     """Ask before ``action`` spends (ε, δ) of the table's account (``summed`` over a sweep's
     runs): what it spends, what the table has spent, and whether its limit allows it (the
     account refuses otherwise)."""
@@ -51,8 +51,8 @@ def confirm_spending(ds: state.Dataset, epsilon: float, delta: float, what: str,
         yes, no = st.columns(2)
         if yes.button("Spend and run", type="primary", disabled=over):
             state.answered()
-            action()
-            st.rerun()
+            if action():  # started: the page redraws with its live view
+                st.rerun()
         if no.button("Not now"):
             state.answered()
             st.rerun()
@@ -95,7 +95,7 @@ def sidebar(watched: str | None = None) -> state.Dataset:
                     "Most ε all runs on this table may spend", min_value=0.01, format="%g",
                     value=usage.limit_epsilon or (math.floor(usage.epsilon) + 1.0
                                                   if math.isfinite(usage.epsilon) else 1.0),
-                    key=f"{state.TABLE}limit", persist_state="session",
+                    key=state.mine("limit"), persist_state="session",
                     help="A run or sweep that would pass it is refused before it reads "
                          "anything. Kept with the account under SYNTH_HOME, for the CLI too.")
                 if st.button("Set the limit"):

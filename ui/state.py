@@ -23,10 +23,9 @@ from ui import runner
 log = logging.getLogger(__name__)
 
 SAMPLE_NAME = "census demo (bundled sample)"
-# Widget keys of the choices a page keeps for the session (Streamlit's persist_state), under
-# two prefixes: the session's own choices, and the current table's (cleared when it changes)
+# Widget keys of the choices a page keeps for the session (Streamlit's persist_state): the
+# session's own (CHOICE), and the current table's or schema's (:func:`mine`)
 CHOICE, TABLE = "choice:", "table:"
-COLUMN_EDIT = f"{TABLE}column:"  # the Data page's column editor, re-read when the schema moves
 
 
 @dataclass
@@ -74,6 +73,23 @@ def among(key: str, options: list) -> None:
         del st.session_state[key]
 
 
+def mine(what: str, schema: bool = False) -> str:
+    """The widget key of a choice that belongs to the current table (with ``schema``: to its
+    current schema, such as the confirmation). A new table, or a loaded schema, gets new keys
+    and so fresh widgets: deleting a key is not enough, since the browser keeps showing, and
+    sends back, a widget's old value (Streamlit issue 16388); A's public columns or δ must
+    never come back for table B."""
+    table, version = st.session_state.get("generation", (0, 0))
+    return f"{TABLE}{table}:{version if schema else ''}:{what}"
+
+
+def _renew(schema_only: bool = False) -> None:
+    """New keys for the table's choices (or only its schema's), the old ones dropped."""
+    table, version = st.session_state.get("generation", (0, 0))
+    _forget(mine("", schema=True) if schema_only else TABLE)
+    st.session_state["generation"] = (table + (not schema_only), version + 1)
+
+
 def _forget(prefix: str) -> None:
     for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(prefix)]:
         del st.session_state[key]
@@ -83,7 +99,7 @@ def set_dataset(ds: Dataset) -> None:
     """Switch tables: what belonged to the old one (its Data page choices, its δ, a failed
     run's message) goes; runs and sweeps stay, each under its own table's name."""
     st.session_state["dataset"] = ds
-    _forget(TABLE)
+    _renew()
     for key in ("last_job", "last_sweep", "asked"):
         st.session_state.pop(key, None)
 
@@ -104,8 +120,7 @@ def set_base(schema: Schema, fresh_choices: bool = False) -> None:
     restarts them all from what it says (public domains, target)."""
     ds = dataset()
     ds.base = ds.schema = schema
-    _forget(TABLE if fresh_choices else COLUMN_EDIT)
-    st.session_state.pop(f"{TABLE}confirm", None)
+    _renew(schema_only=not fresh_choices)
 
 
 def runs(table: str | None = None) -> list[Run]:
@@ -151,13 +166,23 @@ def account(ds: Dataset) -> TableAccount:
     return TableAccount(store, store.key(_fingerprints(ds)[0]), ds.name)
 
 
-def ask_to_spend(what: str) -> None:
-    """Remember that Run (or Run the sweep) was pressed: the page asks before spending."""
-    st.session_state["asked"] = what
+def ask_to_spend(what: str, plan: str) -> None:
+    """Remember that Run (or Run the sweep) was pressed for ``plan`` (everything that sets
+    what it spends): the page asks before spending."""
+    st.session_state["asked"] = (what, plan)
 
 
-def asked_to_spend(what: str) -> bool:
-    return st.session_state.get("asked") == what
+def asked_to_spend(what: str, plan: str) -> bool | None:
+    """True while the page should ask about ``plan``; None if nothing was asked; False (the
+    question withdrawn) if the settings changed since: a number committed by the very click
+    on "Spend and run" must not start a run other than the one the box showed."""
+    asked = st.session_state.get("asked")
+    if asked is None or asked[0] != what:
+        return None
+    if asked[1] != plan:
+        answered()
+        return False
+    return True
 
 
 def answered() -> None:

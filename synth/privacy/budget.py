@@ -46,8 +46,10 @@ def cautions(epsilon: float, delta: float, n: int) -> list[str]:
     expose rows, a table too small for much to survive the noise. Advice, not refusals."""
     said = []
     if epsilon >= WEAK_EPSILON:
+        factor = (f"{math.exp(epsilon):,.0f}" if epsilon < 50
+                  else f"10^{epsilon / math.log(10):.0f}")  # e^710 overflows a float
         said.append(f"ε = {epsilon:g} is a weak guarantee: what is released may be e^ε ≈ "
-                    f"{math.exp(epsilon):,.0f} times likelier with one person in the table than "
+                    f"{factor} times likelier with one person in the table than "
                     f"without; ε ≤ 1 is the usual choice and ε ≥ {WEAK_EPSILON:g} rarely "
                     "defensible.")
     if n >= 1 and delta > 1 / (10 * n):

@@ -154,7 +154,7 @@ class GSD(Synthesizer):
         s = int(self.per_round)
         if self.rounds is None:
             audible = rho * n * n / (s * widest * widest) if widest > 0 else math.inf
-            rounds = max(1, min(default_rounds(epsilon), workloads // s, int(audible)))
+            rounds = max(1, int(min(default_rounds(epsilon), workloads // s, audible)))
         else:
             rounds = int(self.rounds)
         self._fits(rounds, s, workloads)
