@@ -154,7 +154,7 @@ def test_private_critic_is_dp_sgd_as_planned():
         torch.device("cpu"))
     assert len(batches) == 10 and batches.sample_rate == pytest.approx(0.1)
     assert optimizer.noise_multiplier == 1.7 and optimizer.max_grad_norm == 0.3
-    loss = criterion(private(torch.rand(8, 2, 6)))
+    loss = criterion(private(torch.rand(8, 2, 6)), torch.ones(8, 1))
     loss.backward()
     assert all(p.grad is not None for p in private.parameters())
     with pytest.raises(RuntimeError, match="sampling rate"):

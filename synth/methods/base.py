@@ -25,6 +25,7 @@ from synth.errors import (
     BudgetError,
     Cancelled,
     ParameterError,
+    SchemaError,
     SynthError,
     check_int,
     is_number,
@@ -32,6 +33,16 @@ from synth.errors import (
 from synth.privacy.budget import ALL, Budget, Ledger, LedgerEntry
 from synth.privacy.domains import DOMAIN, keep_threshold, laplace_scale, learn_domains
 from synth.privacy.events import Event as PrivacyEvent
+from synth.privacy.events import describe
+from synth.privacy.unit import (
+    ROWS,
+    ROWS_SHARE,
+    Population,
+    PrivacyUnit,
+    bound,
+    estimate_rows,
+    rows_event,
+)
 from synth.schema import Schema, check_schema, prepare, validate
 from synth.validation import Param, check_all
 
@@ -182,28 +193,40 @@ class Synthesizer:
         sig = inspect.signature(cls.__init__)
         return {p.name: p.default for p in sig.parameters.values() if p.name != "self"}
 
-    def default_shares(self, schema: Schema, domain_share: float = 0.1) -> dict[str, float]:
-        """The method's stage shares, with a ``domain`` share when the schema needs one."""
-        if schema.releasable:
+    def default_shares(self, schema: Schema, unit: PrivacyUnit | None = None,
+                       domain_share: float = 0.1) -> dict[str, float]:
+        """The method's stage shares, with a ``domain`` share when the schema needs one and a
+        ``rows`` share when ``unit`` keeps more than one row per unit (its row count is
+        then estimated privately)."""
+        extra = {} if schema.releasable else {DOMAIN: domain_share}
+        if unit is not None and unit.max_rows > 1:
+            extra[ROWS] = ROWS_SHARE
+        if not extra:
             return dict(self.stages)
-        rest = 1 - domain_share
-        return {DOMAIN: domain_share, **{k: v * rest for k, v in self.stages.items()}}
+        rest = 1 - math.fsum(extra.values())
+        return {**extra, **{k: v * rest for k, v in self.stages.items()}}
 
-    def check_params(self, n: int | None = None, schema: Schema | None = None
+    def check_params(self, n: int | Population | None = None, schema: Schema | None = None
                      ) -> dict[str, Any]:
         """Every parameter checked against its declared :class:`~synth.validation.Param`
         (``params``), then the rules that tie several together (:meth:`_check_rules`; those
-        that need the row count or the model-space schema only when given). Refuses the
-        first bad one by name; returns the values as plain Python values, leaving the
-        attributes as given."""
+        that need the population (an int: n rows, one per unit) or the model-space schema
+        only when given). Refuses the first bad one by name; returns the values as plain
+        Python values, leaving the attributes as given."""
         values = check_all(self.get_params(), self.params)
+        if n is not None and not isinstance(n, Population):
+            n = Population.of(n, PrivacyUnit())
         self._check_rules(values, n, schema)
         return values
 
-    def _check_rules(self, values: dict[str, Any], n: int | None,
+    def _check_rules(self, values: dict[str, Any], population: Population | None,
                      schema: Schema | None) -> None:
-        """Rules between parameters, or between a parameter and the row count ``n`` or the
-        model-space ``schema`` (public facts: column count and kinds)."""
+        """Rules between parameters, or between a parameter and the ``population`` (rows,
+        units) or the model-space ``schema`` (public facts: column count and kinds)."""
+
+    def check_unit(self, unit: PrivacyUnit) -> None:
+        """Refuse, by name, a unit of protection this method cannot calibrate for (all of
+        them take one row per unit)."""
 
     def budget_for(self, budget: Budget, schema: Schema) -> Budget:
         """``budget`` as this method spends it: the default single share (``"all"``) becomes
@@ -212,9 +235,12 @@ class Synthesizer:
         if not isinstance(budget, Budget):
             raise BudgetError(f"budget must be a Budget(epsilon, delta[, shares]), got "
                               f"{budget!r}")
+        self.check_unit(budget.unit)
         if dict(budget.shares) == {ALL: 1.0}:
-            return replace(budget, shares=self.default_shares(schema))
+            return replace(budget, shares=self.default_shares(schema, budget.unit))
         unshared = [s for s in self.stages if s not in budget.shares]
+        if budget.unit.max_rows > 1 and ROWS not in budget.shares:
+            unshared.append(ROWS)
         if unshared:
             raise BudgetError(f"method {self.name!r} needs budget shares for {unshared}; "
                               f"the budget has {sorted(budget.shares)} (leave shares out to "
@@ -233,19 +259,26 @@ class Synthesizer:
                         f"change that split, not share.{stage}")
         return budget
 
-    def preview(self, n: int, schema: Schema, budget: Budget) -> list[NoiseScale]:
-        """The noise every stage would use for an ``n``-row table: no data is read, so the
-        trade-offs of a budget split can be shown before anything is spent."""
-        n = check_int(n, "n (rows)")
+    def preview(self, n: int | Population, schema: Schema, budget: Budget
+                ) -> list[NoiseScale]:
+        """The noise every stage would use for an ``n``-row table (or a :class:`Population`
+        of units): no data is read, so the trade-offs of a budget split can be shown before
+        anything is spent. With more than one row per unit, ``n.rows`` stands for the fit's
+        private estimate n̂."""
         check_schema(schema)
-        self.check_params(n, missing.model_schema(schema))
         budget = self.budget_for(budget, schema)
+        population = Population.of(n, budget.unit)
+        self.check_params(population, missing.model_schema(schema))
         scales = []
+        if budget.unit.max_rows > 1:
+            scales.append(rows_preview(population, *budget.allowance(ROWS)))
         if not schema.releasable and DOMAIN in budget.shares:
-            scales.append(domain_preview(schema, *budget.allowance(DOMAIN)))
-        return scales + self._preview(n, missing.model_schema(schema), budget)
+            scales.append(domain_preview(schema, *budget.allowance(DOMAIN),
+                                         budget.unit.max_rows))
+        return scales + self._preview(population, missing.model_schema(schema), budget)
 
-    def _preview(self, n: int, schema: Schema, budget: Budget) -> list[NoiseScale]:
+    def _preview(self, population: Population, schema: Schema, budget: Budget
+                 ) -> list[NoiseScale]:
         return []
 
     def fit(self, table: pd.DataFrame, schema: Schema, budget: Budget,
@@ -261,21 +294,43 @@ class Synthesizer:
                               on_spend=lambda e: ctx.emit(
                                   Spent(e, self.ledger_.total_epsilon, self.ledger_.total_delta)))
         self.rng_ = np.random.default_rng(ctx.postprocessing_seed)  # post-processing only
+        unit = budget.unit
+        if unit.column in schema.names:
+            raise SchemaError(f"column {unit.column!r} is the privacy unit: leave it out of "
+                              "the synthesised columns (it is never released)")
+        # before any mechanism sees the table: at most k rows per unit, the unit column gone
+        table, units = bound(table, unit)
         data = validate(table, schema)
-        # before anything is spent (the ledger is empty), from public facts only
-        values = self.check_params(len(data), missing.model_schema(schema))
+        # U (and n with one row per unit) are public: the rules can check them before
+        # anything is spent (the ledger is empty); k·U bounds the row count
+        population = Population(len(data), int(units.max(initial=-1)) + 1, unit.max_rows)
+        values = self.check_params(population, missing.model_schema(schema))
         for name, value in self.get_params().items():  # as the plain Python values they hold
             if type(value) is not type(values[name]):  # (np.int64(8), 64.0 for an integer):
                 setattr(self, name, values[name])      # torch and JSON take those
+        if unit.max_rows > 1:
+            event = rows_event(self.ledger_.budget.allowance(ROWS)[0], unit.max_rows)
+            ctx.stage(ROWS, 1, "estimating the row count under DP")
+            self.ledger_.charge(ROWS, event, f"row count after keeping at most "
+                                             f"{unit.max_rows} rows per unit")
+            population = replace(population, rows=estimate_rows(
+                len(data), population.units, event, unit.max_rows))
+            ctx.progress(ROWS, 1, 1)
         if not schema.releasable:
             todo = sum(not c.releasable for c in schema)
             ctx.stage(DOMAIN, todo, "learning data-derived domains under DP")
             schema = learn_domains(data, schema, self.ledger_,
-                                   progress=lambda i, k: ctx.progress(DOMAIN, i, k))
+                                   progress=lambda i, k: ctx.progress(DOMAIN, i, k),
+                                   rows_per_unit=unit.max_rows)
             data = prepare(table, schema)
         schema = schema.public_view()  # releasable: no flags read off the table
-        self.n_rows_ = len(data)  # the public n: no row is ever dropped
-        self._fit(missing.encode(data, schema), missing.model_schema(schema), ctx)
+        self.population_ = population  # public: n (or n̂), U, k
+        self.n_rows_ = population.rows  # the public n: no row is dropped but by bounding
+        self._units = units  # each row's unit, for DP-SGD over units; never kept
+        try:
+            self._fit(missing.encode(data, schema), missing.model_schema(schema), ctx)
+        finally:
+            del self._units
         ctx.finish()
         self.timings_ = dict(ctx.timings)
         self.schema_ = schema  # set last: it marks the model as fitted
@@ -336,12 +391,26 @@ def resample(size: int, n: int, rng: np.random.Generator) -> np.ndarray:
     return np.concatenate([rng.permutation(size) for _ in range(-(-n // size))])[:n]
 
 
-def domain_preview(schema: Schema, epsilon: float, delta: float) -> NoiseScale:
+def rows_preview(population: Population, epsilon: float, delta: float) -> NoiseScale:
+    """Noise of estimating the row count after bounding (see :mod:`synth.privacy.unit`)."""
+    event = rows_event(epsilon, population.max_rows)
+    return NoiseScale(
+        ROWS, "Laplace count", describe(event),
+        f"the {population.units:,} units keep up to {population.max_rows} rows each; their "
+        f"row count, which sets the release's size and every fraction's denominator, is "
+        f"estimated within ±{event.scale * math.sqrt(2):.3g} rows (1 σ), "
+        f"{event.scale * math.sqrt(2) / population.rows:.2%} of about {population.rows:,}",
+        event)
+
+
+def domain_preview(schema: Schema, epsilon: float, delta: float, rows_per_unit: int = 1
+                   ) -> NoiseScale:
     """Noise of learning the data-derived domains (see :mod:`synth.privacy.domains`)."""
     todo = [c.name for c in schema if not c.releasable]
     eps_c, delta_c = epsilon / len(todo), delta / len(todo)
-    keep = f"{keep_threshold(eps_c, delta_c):.0f}" if delta_c > 0 else "∞ (δ = 0)"
+    k = rows_per_unit
+    keep = f"{keep_threshold(eps_c, delta_c, k):.0f}" if delta_c > 0 else "∞ (δ = 0)"
     return NoiseScale(
-        DOMAIN, "Laplace counts, thresholded", f"scale {laplace_scale(eps_c):.3g} per count",
+        DOMAIN, "Laplace counts, thresholded", f"scale {laplace_scale(eps_c, k):.3g} per count",
         f"{len(todo)} columns share ε = {epsilon:.3g}: a category needs about {keep} rows to "
         "be kept, rarer ones fold into 'other'")

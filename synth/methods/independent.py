@@ -3,8 +3,10 @@
 Each column's 1-way histogram is measured once with the Gaussian mechanism, and synthetic rows
 draw every column independently from its noisy histogram. Replacing one record takes 1 from
 one cell and adds 1 to another in each of the d histograms, so the stacked vector has L2
-sensitivity √(2d) (:func:`~synth.privacy.events.histogram_l2`); the whole measurement is
-ρ-zCDP with ρ from the stage's (ε, δ) by the tight conversion.
+sensitivity √(2d) (:func:`~synth.privacy.events.histogram_l2`; k·√(2d) for a unit of up to k
+rows, whose rows can all move between the same two cells); the whole measurement is ρ-zCDP
+with ρ from the stage's (ε, δ) by the tight conversion. Each histogram is normalised by its
+own noisy total, so no row count is needed.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from synth.privacy.budget import Budget
 from synth.privacy.composition import dp_to_zcdp
 from synth.privacy.events import Gaussian, describe, histogram_l2
 from synth.privacy.mechanisms import gaussian
+from synth.privacy.unit import Population
 from synth.schema import Schema
 from synth.validation import Param, specs
 
@@ -62,7 +65,8 @@ class IndependentMarginals(Synthesizer):
         self.discretizer_ = Discretizer(schema, bins=int(self.bins),
                                         exact_integers=int(self.exact_integers))
         codes = self.discretizer_.codes(data)
-        event = self.plan(*self.ledger_.budget.allowance(MEASURE), len(schema))
+        event = self.plan(*self.ledger_.budget.allowance(MEASURE), len(schema),
+                          self.population_.max_rows)
         ctx.stage(MEASURE, 1, "noisy 1-way histograms")
         self.ledger_.charge(MEASURE, event, f"1-way histograms of {len(schema)} columns "
                                             f"({int(self.discretizer_.sizes.sum())} cells)")
@@ -77,17 +81,19 @@ class IndependentMarginals(Synthesizer):
         ctx.progress(MEASURE, 1, 1)
 
     @staticmethod
-    def plan(epsilon: float, delta: float, columns: int) -> Gaussian:
+    def plan(epsilon: float, delta: float, columns: int, rows_per_unit: int = 1) -> Gaussian:
         """The Gaussian measurement of ``columns`` stacked histograms that costs (ε, δ)."""
         if delta <= 0:
             raise BudgetError("the Gaussian mechanism needs δ > 0 in the 'measure' share")
-        sensitivity = histogram_l2(columns)
+        sensitivity = histogram_l2(columns, rows_per_unit)
         rho = dp_to_zcdp(epsilon, delta)  # checked: ρ-zCDP implies (ε, δ)-DP
         return Gaussian(sensitivity / math.sqrt(2 * rho), sensitivity)
 
-    def _preview(self, n: int, schema: Schema, budget: Budget) -> list[NoiseScale]:
+    def _preview(self, population: Population, schema: Schema, budget: Budget
+                 ) -> list[NoiseScale]:
+        n = population.rows
         try:
-            event = self.plan(*budget.allowance(MEASURE), len(schema))
+            event = self.plan(*budget.allowance(MEASURE), len(schema), population.max_rows)
         except BudgetError as exc:
             return [NoiseScale(MEASURE, "Gaussian", "impossible", str(exc))]
         sigma = event.sigma

@@ -4,7 +4,8 @@ The ledger holds typed events (:mod:`synth.privacy.events`: what each mechanism 
 derives every (ε, δ) from them: one accountant per stage (:mod:`synth.privacy.accounting`),
 basic composition across stages. It charges an event before its mechanism runs, so a refused
 charge means the mechanism never ran, and its JSON round-trips the events, so a saved ledger
-can be re-accounted. All of it is for one neighbouring relation, :data:`RELATION`.
+can be re-accounted. All of it is for one neighbouring relation: :data:`RELATION` (one
+record), or one unit of protection when the budget names one (:mod:`synth.privacy.unit`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from synth.errors import BudgetError, as_float, check_delta, check_epsilon
 from synth.privacy.accounting import account
 from synth.privacy.events import RELATION, Event, NoGuarantee, event_from_dict
+from synth.privacy.unit import PrivacyUnit
 
 NO_GUARANTEE = "no guarantee"
 NOISE = "fresh OS entropy (OpenDP's samplers; DP-SGD's generators seeded from os.urandom)"
@@ -69,11 +71,13 @@ class Budget:
     """Total (ε, δ) for a run and the fraction of it each stage may spend.
 
     Without ``shares`` the budget has the single share ``"all"``, which a method's ``fit``
-    replaces by the method's own default split (``Synthesizer.default_shares``)."""
+    replaces by the method's own default split (``Synthesizer.default_shares``). ``unit`` is
+    whom (ε, δ) protect: one row by default, or every row of one person (household, …)."""
 
     epsilon: float
     delta: float
     shares: Mapping[str, float] = field(default_factory=lambda: {ALL: 1.0})
+    unit: PrivacyUnit = field(default_factory=PrivacyUnit)
 
     def __post_init__(self) -> None:
         epsilon = check_epsilon(self.epsilon)
@@ -102,6 +106,10 @@ class Budget:
             raise BudgetError(f"budget shares must sum to 1, got {total:g} ({listed})")
         # rounding slack in the shares must not become budget: they sum to 1 exactly enough
         object.__setattr__(self, "shares", {k: v / total for k, v in shares.items()})
+        if isinstance(self.unit, Mapping):  # as to_dict wrote it
+            object.__setattr__(self, "unit", PrivacyUnit.from_dict(dict(self.unit)))
+        if not isinstance(self.unit, PrivacyUnit):
+            raise BudgetError(f"unit must be a PrivacyUnit, got {self.unit!r}")
 
     def allowance(self, stage: str) -> tuple[float, float]:
         """(ε, δ) that ``stage`` may spend."""
@@ -111,7 +119,9 @@ class Budget:
         return self.epsilon * frac, self.delta * frac
 
     def to_dict(self) -> dict[str, Any]:
-        return {"epsilon": self.epsilon, "delta": self.delta, "shares": dict(self.shares)}
+        unit = {"unit": self.unit.to_dict()} if self.unit.declared else {}
+        return {"epsilon": self.epsilon, "delta": self.delta, "shares": dict(self.shares),
+                **unit}
 
 
 @dataclass(frozen=True)
@@ -131,8 +141,8 @@ class LedgerEntry:
     def guarantee(self) -> bool:
         return not isinstance(self.event, NoGuarantee)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"stage": self.stage, "event": self.event.to_dict(), "relation": RELATION,
+    def to_dict(self, relation: str = RELATION) -> dict[str, Any]:
+        return {"stage": self.stage, "event": self.event.to_dict(), "relation": relation,
                 "description": self.description,
                 "epsilon": self.epsilon if self.guarantee else None,  # JSON has no ∞
                 "delta": self.delta, "status": self.status,
@@ -241,7 +251,7 @@ class Ledger:
             "guarantee": f"({eps:.6g}, {delta:.3g})-DP"
             if self.guaranteed else NO_GUARANTEE + ": " + "; ".join(
                 e.event.reason for e in self.entries if not e.guarantee),
-            "relation": RELATION,
+            "relation": self.budget.unit.relation,
             "noise": "REPLAYABLE test noise: not a private release" if any(
                 e.replayable for e in self.entries) else NOISE,
             "budget": self.budget.to_dict(),
@@ -249,7 +259,7 @@ class Ledger:
             "stages": {s: {"accountant": self.accountants[s],
                            "epsilon": eps if math.isfinite(eps) else None, "delta": delta}
                        for s, (eps, delta) in stages.items()},
-            "entries": [e.to_dict() for e in self.entries],
+            "entries": [e.to_dict(self.budget.unit.relation) for e in self.entries],
         }
 
     @classmethod

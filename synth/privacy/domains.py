@@ -1,12 +1,14 @@
 """Learning column domains under DP, for columns whose domain the user has not declared public.
 
 Both are histograms, and replacing one record moves it from one cell to another: L1
-sensitivity 2 (:func:`~synth.privacy.events.histogram_l1`), so the Laplace scale is b = 2/ε.
+sensitivity 2 (:func:`~synth.privacy.events.histogram_l1`), so the Laplace scale is b = 2/ε;
+a unit of up to k rows moves 2k, so b = 2k/ε (``rows_per_unit`` below).
 
 * Categories: **thresholded noisy counts**. Each category present in the data gets its count
   plus Laplace(b); it is kept when that clears τ = 1 + b·ln(1/(2δ)). A category only one table
   of a neighbouring pair holds (count 1) leaks with probability ½e^{−(τ−1)/b} = δ, so this is
-  (ε, δ)-DP (:class:`~synth.privacy.events.LaplaceThreshold`). ``other`` is always part of
+  (ε, δ)-DP (:class:`~synth.privacy.events.LaplaceThreshold`, which derives the δ of a
+  unit's up to k keys; the threshold below meets it). ``other`` is always part of
   the learned domain, so its presence says nothing about rare categories; they fold into it.
 * Numeric bounds: a **noisy log-scale histogram**. Counts over a fixed grid of signed powers
   of two get Laplace(b) noise; the bounds are the edges of the outermost bins that clear a
@@ -41,14 +43,17 @@ _POW = 2.0 ** np.arange(-10, 63)
 GRID = np.concatenate([-_POW[::-1], [0.0], _POW])
 
 
-def laplace_scale(epsilon: float) -> float:
-    """b = Δ₁/ε for one histogram under replacement (Δ₁ = 2)."""
-    return histogram_l1() / epsilon
+def laplace_scale(epsilon: float, rows_per_unit: int = 1) -> float:
+    """b = Δ₁/ε for one histogram under replacement (Δ₁ = 2k)."""
+    return histogram_l1(1, rows_per_unit) / epsilon
 
 
-def keep_threshold(epsilon: float, delta: float) -> float:
-    """τ = 1 + b·ln(1/(2δ)): the noisy count a category must clear to be released."""
-    return 1 + laplace_scale(epsilon) * math.log(1 / (2 * delta))
+def keep_threshold(epsilon: float, delta: float, rows_per_unit: int = 1) -> float:
+    """The noisy count a category must clear to be released: τ = 1 + b·ln(1/(2δ)) for a
+    record; for a unit of up to k rows the larger of k + b·ln(1/(2δ)) and 1 + b·ln(k/(2δ)),
+    which bring each vertex of :class:`~synth.privacy.events.LaplaceThreshold`'s δ to δ."""
+    k, b = rows_per_unit, laplace_scale(epsilon, rows_per_unit)
+    return max(k + b * math.log(1 / (2 * delta)), 1 + b * math.log(k / (2 * delta)))
 
 
 def noisy_categories(values: pd.Series, event: LaplaceThreshold) -> tuple[str, ...]:
@@ -59,40 +64,45 @@ def noisy_categories(values: pd.Series, event: LaplaceThreshold) -> tuple[str, .
     return (*[k for k in kept if k != OTHER], OTHER)
 
 
-def bounds_threshold(epsilon: float, bins: int = len(GRID) - 1, beta: float = BETA) -> float:
+def bounds_threshold(epsilon: float, bins: int = len(GRID) - 1, beta: float = BETA,
+                     rows_per_unit: int = 1) -> float:
     """τ = b·ln(bins/(2β)): an empty bin's Laplace(b) count clears it with probability
     β/bins, so all spurious bins together appear with probability ≤ β."""
-    return laplace_scale(epsilon) * math.log(bins / (2 * beta))
+    return laplace_scale(epsilon, rows_per_unit) * math.log(bins / (2 * beta))
 
 
-def dp_bounds(values: np.ndarray, epsilon: float, column: str = "") -> tuple[float, float]:
+def dp_bounds(values: np.ndarray, epsilon: float, column: str = "", rows_per_unit: int = 1
+              ) -> tuple[float, float]:
     """ε-DP bounds from a Laplace histogram over the signed power-of-two grid.
 
     The grid is fixed in advance and each record lands in one bin, so the noisy histogram
-    (scale 2/ε, L1 sensitivity 2) is ε-DP; the bounds are the outer edges of the outermost
-    bins whose noisy count clears :func:`bounds_threshold`. They are loose by at most a factor
-    of two, and values beyond them are clipped.
+    (scale 2k/ε, L1 sensitivity 2k for units of up to k rows) is ε-DP; the bounds are the
+    outer edges of the outermost bins whose noisy count clears :func:`bounds_threshold`.
+    They are loose by at most a factor of two, and values beyond them are clipped.
     """
     x = np.clip(np.asarray(values, dtype=float), GRID[0], np.nextafter(GRID[-1], 0))
     bins = np.searchsorted(GRID, x, side="right") - 1
     counts = marginal(bins[:, None], [len(GRID) - 1])
-    noisy = laplace(counts.astype(float), laplace_scale(epsilon))
-    present = np.flatnonzero(noisy > bounds_threshold(epsilon))
+    noisy = laplace(counts.astype(float), laplace_scale(epsilon, rows_per_unit))
+    tau = bounds_threshold(epsilon, rows_per_unit=rows_per_unit)
+    present = np.flatnonzero(noisy > tau)
     if present.size == 0:
         raise BudgetError(
             f"column {column!r}: too few rows for the budget to learn its bounds privately "
-            f"(a bin needs about {bounds_threshold(epsilon):.0f} rows at ε={epsilon:.3g}); "
+            f"(a bin needs about {tau:.0f} rows at ε={epsilon:.3g}); "
             "declare its bounds public or give the domain share more budget")
     return float(GRID[present[0]]), float(GRID[present[-1] + 1])
 
 
 def learn_domains(data: pd.DataFrame, schema: Schema, ledger: Ledger, stage: str = DOMAIN,
-                  progress: Callable[[int, int], None] | None = None) -> Schema:
+                  progress: Callable[[int, int], None] | None = None,
+                  rows_per_unit: int = 1) -> Schema:
     """The schema with every data-derived domain replaced by one learned under DP.
 
     ``data`` is the table prepared against ``schema``. Spends the ledger's ``stage`` share,
     split equally across the columns to learn, and refuses to run without one. ``progress``
-    is called with (columns done, columns to learn).
+    is called with (columns done, columns to learn). ``data`` holds at most ``rows_per_unit``
+    rows of each unit of protection.
     """
     todo = [c for c in schema if not c.releasable]
     if not todo:
@@ -108,26 +118,28 @@ def learn_domains(data: pd.DataFrame, schema: Schema, ledger: Ledger, stage: str
     eps_c, delta_c = eps / len(todo), delta / len(todo)
     learned = {}
     for i, col in enumerate(todo, 1):
-        learned[col.name] = _learn(col, data[col.name], eps_c, delta_c, ledger, stage)
+        learned[col.name] = _learn(col, data[col.name], eps_c, delta_c, ledger, stage,
+                                   rows_per_unit)
         if progress is not None:
             progress(i, len(todo))
     return replace(schema, columns=tuple(learned.get(c.name, c) for c in schema))
 
 
 def _learn(col: Column, values: pd.Series, eps: float, delta: float, ledger: Ledger,
-           stage: str) -> Column:
+           stage: str, k: int) -> Column:
     if col.kind == CATEGORICAL:
         if delta <= 0:
             raise BudgetError(f"column {col.name!r}: learning categories privately needs δ > 0 "
                               "in the domain share")
-        event = LaplaceThreshold(laplace_scale(eps), histogram_l1(), keep_threshold(eps, delta))
+        event = LaplaceThreshold(laplace_scale(eps, k), histogram_l1(1, k),
+                                 keep_threshold(eps, delta, k), k)
         ledger.charge(stage, event, f"categories of {col.name!r} (rare ones fold into "
                                     f"{OTHER!r})")
         return replace(col, categories=noisy_categories(values, event), learned=True)
-    ledger.charge(stage, Laplace(laplace_scale(eps), histogram_l1()),
+    ledger.charge(stage, Laplace(laplace_scale(eps, k), histogram_l1(1, k)),
                   f"bounds of {col.name!r} from a noisy histogram over {len(GRID) - 1} "
                   "power-of-two bins")
-    lo, hi = dp_bounds(values.dropna().to_numpy(dtype=float), eps, col.name)  # NaN: in no bin
+    lo, hi = dp_bounds(values.dropna().to_numpy(dtype=float), eps, col.name, k)  # NaN: no bin
     if col.integer:
         lo, hi = math.floor(lo), math.ceil(hi)
     fill = col.fill_value

@@ -73,22 +73,36 @@ class LaplaceThreshold(_Event):
     """Laplace(scale) counts of the keys present in the data, released above ``threshold``
     (the stability-based histogram, Korolova et al. 2009; Bun–Nissim–Stemmer).
 
-    Replacing a record moves two counts by one each (L1 ``sensitivity`` 2): on keys both
-    tables hold that is (Δ₁/b)-DP. A key held by one record of D only (count 1) is released
-    with probability Pr[1 + Lap(b) > τ] = ½·exp(−(τ − 1)/b), which is the δ.
+    Replacing a record moves two counts by one each (L1 ``sensitivity`` 2; a unit of k rows,
+    2k): on keys both tables hold that is (Δ₁/b)-DP. The keys only one table holds are the
+    changed unit's own, released with probability Pr[c + Lap(b) > τ] = ½·exp(−(τ − c)/b)
+    each. A record holds one such key (c = 1): δ = ½·exp(−(τ − 1)/b). A unit's keys have
+    counts c_j ≥ 1 summing to at most k; the union bound Σ_j ½·exp(−(τ − c_j)/b) is convex in
+    the counts, so it peaks at a vertex: one key of count k, or k keys of count 1, whichever
+    is larger.
     """
 
     scale: float
     sensitivity: float
     threshold: float
+    rows_per_unit: int = 1
     kind: ClassVar[str] = "laplace-threshold"
 
     def __post_init__(self) -> None:
         _positive(self.scale, "Laplace scale")
         _positive(self.sensitivity, "Laplace sensitivity")
-        if not (self.threshold > 1 and math.isfinite(self.threshold)):
-            raise BudgetError(f"release threshold must be a finite number > 1, got "
-                              f"{self.threshold!r}")
+        if int(self.rows_per_unit) != self.rows_per_unit or self.rows_per_unit < 1:
+            raise BudgetError(f"rows per unit must be an integer ≥ 1, got "
+                              f"{self.rows_per_unit!r}")
+        if not (self.threshold > self.rows_per_unit and math.isfinite(self.threshold)):
+            raise BudgetError(f"release threshold must be a finite number > "
+                              f"{self.rows_per_unit} (rows per unit), got {self.threshold!r}")
+
+    def to_dict(self) -> dict[str, Any]:  # a record-level ledger as it always was
+        data = super().to_dict()
+        if self.rows_per_unit == 1:
+            del data["rows_per_unit"]
+        return data
 
     @property
     def epsilon(self) -> float:
@@ -96,7 +110,8 @@ class LaplaceThreshold(_Event):
 
     @property
     def delta(self) -> float:
-        return 0.5 * math.exp(-(self.threshold - 1) / self.scale)
+        k, b, tau = self.rows_per_unit, self.scale, self.threshold
+        return max(0.5 * math.exp(-(tau - k) / b), 0.5 * k * math.exp(-(tau - 1) / b))
 
 
 @dataclass(frozen=True)
@@ -212,43 +227,58 @@ def event_from_dict(data: dict[str, Any]) -> Event:
 
 
 # ---- sensitivities under replacement (derived here, tested against closed forms) ------------
+# Each takes ``rows_per_unit`` (k, default 1: the record). Under "replace one unit" a unit's
+# 1 … k rows become another's 1 … k rows: at most k single-row steps (a replacement, or an
+# addition or removal, which moves a count vector less), so by the triangle inequality every
+# norm below is at most k times the one-row figure (see :mod:`synth.privacy.unit`).
 
 
-def histogram_l1(histograms: int = 1) -> float:
+def histogram_l1(histograms: int = 1, rows_per_unit: int = 1) -> float:
     """L1 sensitivity of ``histograms`` count vectors, each over all records with one cell per
-    record: a replacement takes 1 from one cell and adds 1 to another, in each histogram."""
-    return 2.0 * histograms
+    record: a replacement takes 1 from one cell and adds 1 to another, in each histogram;
+    a unit's k rows, 2k."""
+    return 2.0 * histograms * rows_per_unit
 
 
-def histogram_l2(histograms: int = 1) -> float:
+def histogram_l2(histograms: int = 1, rows_per_unit: int = 1) -> float:
     """L2 sensitivity of ``histograms`` stacked count vectors: two cells move by 1 in each,
-    so √(2·histograms)."""
-    return math.sqrt(2.0 * histograms)
+    so √(2·histograms); a unit's k rows can all leave one cell for another (two cells move
+    by k), so k·√(2·histograms)."""
+    return math.sqrt(2.0 * histograms) * rows_per_unit
 
 
-def fractions_l2(partitions: int, n: int) -> float:
-    """L2 sensitivity of answers that are fractions of n rows, for a workload made of
-    ``partitions`` partitions of the rows (each row in one cell of each): √(2·partitions)/n."""
-    return math.sqrt(2.0 * partitions) / n
+def fractions_l2(partitions: int, n: int, rows_per_unit: int = 1) -> float:
+    """L2 sensitivity of answers that are fractions of n rows (n public: the row count, or its
+    estimate n̂ for units), for a workload made of ``partitions`` partitions of the rows
+    (each row in one cell of each): k·√(2·partitions)/n."""
+    return histogram_l2(partitions, rows_per_unit) / n
 
 
-def fraction_linf(n: int) -> float:
+def fraction_linf(n: int, rows_per_unit: int = 1) -> float:
     """Sensitivity of any one fraction-of-rows answer, or of the largest error over such
-    answers: a replacement changes a count by at most 1, so 1/n."""
-    return 1.0 / n
+    answers: a replacement changes a count by at most 1, a unit's k rows by k, so k/n."""
+    return rows_per_unit / n
 
 
 def normalised_marginals_l1(rows: int) -> float:
     """Sensitivity of Σ_j w_j·‖μ_j(D) − μ_j(S)‖ (weights summing to 1, μ_j normalised
     marginals of a ``rows``-row table): one replaced record moves 2/rows of L1 mass in each
-    marginal, and the triangle inequality passes that to the distance, so 2/rows."""
+    marginal, and the triangle inequality passes that to the distance, so 2/rows. (One row
+    per unit only: with more, the real table's own size is not public.)"""
     return 2.0 / rows
 
 
 def clipped_sum_l2(clip: float) -> float:
     """L2 sensitivity of a sum of per-record vectors clipped to norm C: replacing one swaps a
-    vector of norm ≤ C for another, so ≤ 2C."""
+    vector of norm ≤ C for another, so ≤ 2C. DP-SGD over units clips each unit's summed
+    gradient, so the same 2C holds for a unit, whatever k."""
     return 2.0 * clip
+
+
+def row_count_l1(rows_per_unit: int) -> float:
+    """Sensitivity of the row count after bounding to k rows per unit, the number of units
+    public: a unit of 1 … k rows becomes one of 1 … k rows, so k − 1."""
+    return float(rows_per_unit - 1)
 
 
 def describe(event: Event) -> str:

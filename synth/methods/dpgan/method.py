@@ -29,6 +29,7 @@ from synth.privacy.accounting import calibrate
 from synth.privacy.budget import Budget
 from synth.privacy.composition import dp_to_zcdp
 from synth.privacy.events import PoissonSampledGaussian, describe
+from synth.privacy.unit import Population
 from synth.schema import Schema
 from synth.validation import Param, specs
 
@@ -103,14 +104,18 @@ class DPGAN(Synthesizer):
         self.bins = bins
         self.exact_integers = exact_integers
 
-    def _check_rules(self, values: dict, n: int | None, schema: Schema | None) -> None:
-        if n is not None and values["batch_size"] >= n:
+    def _check_rules(self, values: dict, population: Population | None,
+                     schema: Schema | None) -> None:
+        if population is not None and values["batch_size"] >= population.units:
+            size = (f"{population.units} rows" if population.max_rows == 1 else
+                    f"{population.units} units")
             raise ParameterError(f"batch_size ({values['batch_size']}) must be smaller than "
-                                 f"the table ({n} rows)")
+                                 f"the table ({size})")
 
     def plan(self, n: int, epsilon: float, delta: float) -> PoissonSampledGaussian:
-        """The critic's DP-SGD on n rows: sampling rate q, steps and the smallest noise
-        multiplier σ whose steps cost (ε, δ) under the ``pld`` accountant."""
+        """The critic's DP-SGD on n rows, or n units of protection (each unit's rows are one
+        sample): sampling rate q, steps and the smallest noise multiplier σ whose steps cost
+        (ε, δ) under the ``pld`` accountant."""
         self.check_params(n)
         if delta <= 0:
             raise BudgetError(f"DP-SGD needs δ > 0 in the {GAN!r} share")
@@ -127,14 +132,19 @@ class DPGAN(Synthesizer):
                           start, what="noise multiplier")
         return PoissonSampledGaussian(q, sigma, steps)
 
-    def _preview(self, n: int, schema: Schema, budget: Budget) -> list[NoiseScale]:
+    def _preview(self, population: Population, schema: Schema, budget: Budget
+                 ) -> list[NoiseScale]:
+        n = population.units
         event = self.plan(n, *budget.allowance(GAN))
         q, sigma = event.sampling_rate, event.noise_multiplier
+        what = "rows" if population.max_rows == 1 else "units"
+        one = "one row" if population.max_rows == 1 else (
+            f"one unit (its up to {population.max_rows} rows' gradient summed, then clipped)")
         return [NoiseScale(
             GAN, "DP-SGD (Gaussian, Poisson batches)", describe(event),
-            f"{event.steps:,} critic steps on batches of ~{q * n:.0f} rows: each step's summed "
+            f"{event.steps:,} critic steps on batches of ~{q * n:.0f} {what}: each step's summed "
             f"gradient (at most {q * n:.0f} C) gets noise of std {sigma:.2g} C per coordinate; "
-            f"replacing one row moves it by at most 2C", event)]
+            f"replacing {one} moves it by at most 2C", event)]
 
     def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
         self.discretizer_ = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
@@ -144,11 +154,11 @@ class DPGAN(Synthesizer):
         """DP-SGD on ``codes`` as planned for the ledger's whole GAN share."""
         from synth.methods.dpgan.training import GanSettings, train_gan  # imports torch
 
-        event = self.plan(len(codes), *self.ledger_.budget.allowance(GAN))
+        event = self.plan(self.population_.units, *self.ledger_.budget.allowance(GAN))
         settings = GanSettings(self.components, self.critic_hidden, self.generator_batch,
                                self.lr_critic, self.lr_generator)
         return train_gan(codes, self.discretizer_.sizes, event, self.ledger_, GAN, ctx,
-                         self.rng_, batch_size=self.batch_size,
+                         self.rng_, units=self._units, batch_size=self.batch_size,
                          max_grad_norm=self.max_grad_norm, settings=settings)
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:

@@ -45,19 +45,26 @@ def critic(width: int, hidden: int) -> nn.Sequential:
 
 
 class PairLoss(nn.Module):
-    """Non-saturating discriminator loss of (B, 2, 1) scores of (real, fake) pairs.
+    """Non-saturating discriminator loss of (B, 2k, 1) scores: a unit's k real rows, then a
+    fake row for each, with a (B, k) ``mask`` of the rows the unit holds (a unit of fewer
+    than k rows is padded).
 
-    One loss per pair, so per-sample clipping bounds each real record's influence on a step.
-    ``reduction`` as in torch's losses: Opacus sets it to "none" for its per-sample norms.
+    One loss per unit, the sum over its (real, fake) pairs, so per-sample clipping bounds each
+    unit's influence on a step (k = 1: each record's). Padded pairs add nothing, and so no
+    gradient. ``reduction`` as in torch's losses: Opacus sets it to "none" for its
+    per-sample norms.
     """
 
     def __init__(self, reduction: str = "mean"):
         super().__init__()
         self.reduction = reduction
 
-    def forward(self, scores: torch.Tensor) -> torch.Tensor:
+    def forward(self, scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         scores = scores.squeeze(-1)
-        loss = nn.functional.softplus(-scores[:, 0]) + nn.functional.softplus(scores[:, 1])
+        k = mask.shape[1]
+        pairs = (nn.functional.softplus(-scores[:, :k])
+                 + nn.functional.softplus(scores[:, k:]))
+        loss = (pairs * mask).sum(dim=1)
         if self.reduction == "none":
             return loss
         return loss.sum() if self.reduction == "sum" else loss.mean()

@@ -1,12 +1,17 @@
 """DP-GAN training: the critic learns with DP-SGD (Opacus); the generator only sees the critic.
 
-Each DP-SGD step draws a Poisson batch of real rows (Opacus's ``DPDataLoader``) and pairs
-every real row with a fresh fake row; the per-sample loss is that pair's discriminator loss
-(:class:`~.networks.PairLoss`), so per-sample clipping bounds each real record's influence on a
-step. Ghost clipping computes the per-sample norms without materialising per-sample gradients
-(10× faster here). Under replacement one record's clipped pair gradient is swapped for
-another's, so a step's sum moves by at most 2C; the noise multiplier of the planned event is
-calibrated for exactly that (:meth:`~.method.DPGAN.plan`).
+Each DP-SGD step draws a Poisson batch of units of protection (Opacus's ``DPDataLoader``; a
+unit is a record unless the run declares one) and pairs every real row of a unit with a fresh
+fake row; a sample is a unit, (B, k rows + k fakes, width), and its loss the sum of its pairs'
+discriminator losses (:class:`~.networks.PairLoss`), so per-sample clipping bounds each
+unit's summed gradient, its whole influence on a step. This is user-level DP-SGD (McMahan et
+al. 2018: sample users, clip each user's update), which costs no more noise as k grows;
+k-fold group privacy through the accountant would multiply the sensitivity by k instead.
+Ghost clipping computes the per-sample norms without materialising per-sample gradients
+(10× faster here), and takes the unit's rows as a sequence. Under replacement one unit's
+clipped gradient is swapped for another's, so a step's sum moves by at most 2C; the noise
+multiplier of the planned event is calibrated for exactly that
+(:meth:`~.method.DPGAN.plan`).
 
 The planned event is charged before the first step, the loop never takes a step beyond it,
 and a run that stops early settles the ledger to the steps it took. The Poisson batches and
@@ -63,7 +68,8 @@ class GanSettings:
 def private_critic(critic: nn.Module, optimizer: torch.optim.Optimizer, rows: int,
                    event: PoissonSampledGaussian, max_grad_norm: float, batch_size: int,
                    device: torch.device):
-    """DP-SGD for ``critic`` by Opacus's ``make_private``: Poisson batches of row indices,
+    """DP-SGD for ``critic`` by Opacus's ``make_private``: Poisson batches of ``rows`` unit
+    indices,
     ghost clipping at ``max_grad_norm``, the event's noise multiplier, noise and batches from
     :func:`torch_generator`.
 
@@ -84,22 +90,27 @@ def private_critic(critic: nn.Module, optimizer: torch.optim.Optimizer, rows: in
 
 def train_gan(codes: np.ndarray, sizes: np.ndarray, event: PoissonSampledGaussian,
               ledger: Ledger, stage: str, ctx: FitContext, rng: np.random.Generator, *,
-              batch_size: int, max_grad_norm: float, settings: GanSettings
+              units: np.ndarray, batch_size: int, max_grad_norm: float, settings: GanSettings
               ) -> tuple[np.ndarray, np.ndarray]:
-    """Train on integer ``codes`` (columns of ``sizes`` codes) by DP-SGD as planned in
-    ``event``, charged to ``ledger``'s ``stage``; ``rng`` seeds the networks' initialisation
-    and fake rows only. Returns the averaged generator's (prior logits, per-component column
-    logits) as numpy arrays."""
+    """Train on integer ``codes`` (columns of ``sizes`` codes; row i belongs to unit
+    ``units[i]``, at most ``ledger``'s k rows each) by DP-SGD as planned in ``event``, charged
+    to ``ledger``'s ``stage``; ``rng`` seeds the networks' initialisation and fake rows only.
+    Returns the averaged generator's (prior logits, per-component column logits) as numpy
+    arrays."""
     with warnings.catch_warnings():
         for message in _BENIGN:
             warnings.filterwarnings("ignore", message=message)
-        gan = _Training(codes, sizes, event, torch.device(ctx.resolve_device()), rng,
-                        batch_size, max_grad_norm, settings)
+        members, mask = unit_rows(units, ledger.budget.unit.max_rows)
+        gan = _Training(codes, sizes, members, mask, event,
+                        torch.device(ctx.resolve_device()), rng, batch_size, max_grad_norm,
+                        settings)
         entry = None
         try:
+            per = (" per unit (its rows' gradients summed, then clipped)"
+                   if mask.shape[1] > 1 else "")
             entry = ledger.charge(stage, event, f"GAN critic, {event.steps:,} DP-SGD steps of "
                                                 f"expected batch {batch_size}, clipping norm "
-                                                f"{max_grad_norm:g}")
+                                                f"{max_grad_norm:g}{per}")
             ctx.stage(stage, event.steps, f"DP-SGD critic: {event.steps} steps, noise "
                                           f"multiplier {event.noise_multiplier:.3g}")
             gan.run(ctx, stage, _LiveEpsilon(ledger, stage, event))
@@ -110,12 +121,27 @@ def train_gan(codes: np.ndarray, sizes: np.ndarray, event: PoissonSampledGaussia
     return gan.released()
 
 
+def unit_rows(units: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(U, k) positions of each unit's rows (padded with row 0) and the (U, k) mask of the
+    rows it holds, for units numbered 0 … U − 1 holding at most k rows each."""
+    order = np.argsort(units, kind="stable")
+    grouped = units[order]
+    count = int(grouped[-1]) + 1 if len(grouped) else 0
+    rank = np.arange(len(units)) - np.searchsorted(grouped, grouped)
+    if len(rank) and rank.max() >= k:
+        raise ValueError(f"a unit holds more than k = {k} rows: bound the table first")
+    members, mask = np.zeros((count, k), dtype=np.int64), np.zeros((count, k), dtype=bool)
+    members[grouped, rank], mask[grouped, rank] = order, True
+    return members, mask
+
+
 class _Training:
     """The networks, their optimizers and the private critic's batches, and the steps."""
 
-    def __init__(self, codes: np.ndarray, sizes: np.ndarray, event: PoissonSampledGaussian,
-                 device: torch.device, rng: np.random.Generator, batch_size: int,
-                 max_grad_norm: float, settings: GanSettings):
+    def __init__(self, codes: np.ndarray, sizes: np.ndarray, members: np.ndarray,
+                 mask: np.ndarray, event: PoissonSampledGaussian, device: torch.device,
+                 rng: np.random.Generator, batch_size: int, max_grad_norm: float,
+                 settings: GanSettings):
         torch.manual_seed(int(rng.integers(2**63 - 1)))  # initialisation, generator steps
         # the critic's fakes, one per real row of a Poisson batch, have their own stream: the
         # batch sizes are the mechanism's secret, and must not shift the generator steps'
@@ -128,11 +154,13 @@ class _Training:
         net = critic(self.width, settings.critic_hidden).to(device)
         offsets = torch.as_tensor(np.concatenate([[0], np.cumsum(sizes)[:-1]]), device=device)
         self.real = torch.as_tensor(codes, device=device) + offsets  # codes → one-hot positions
+        self.members = torch.as_tensor(members, device=device)  # a unit's rows, padded
+        self.mask = torch.as_tensor(mask, dtype=torch.float32, device=device)
         self.opt_g = torch.optim.Adam(self.generator.parameters(), lr=settings.lr_generator,
                                       betas=(0.5, 0.9))
         opt_c = torch.optim.Adam(net.parameters(), lr=settings.lr_critic, betas=(0.5, 0.9))
         self.critic, self.opt_c, self.criterion, self.batches = private_critic(
-            net, opt_c, len(codes), event, max_grad_norm, batch_size, device)
+            net, opt_c, len(members), event, max_grad_norm, batch_size, device)
         self.average = [p.detach().clone() for p in self.generator.parameters()]
         self.decay = 1 - 1 / max(1.0, min(EMA_WINDOW, EMA_SHARE * self.steps))
         self.step, self.critic_loss = 0, float("nan")
@@ -151,14 +179,18 @@ class _Training:
                              generator_loss=generator_loss, epsilon=live(self.step))
 
     def critic_step(self, idx: torch.Tensor) -> None:
-        """One DP-SGD step on a Poisson batch of real rows, each paired with a fake row."""
+        """One DP-SGD step on a Poisson batch of units, each real row paired with a fake row
+        (padding rows too, masked out of the loss: the draws do not depend on the data)."""
         self.opt_c.zero_grad(set_to_none=True)
         if len(idx):
-            reals = torch.zeros(len(idx), self.width, device=self.device).scatter_(
-                1, self.real[idx.to(self.device)], 1.0)
+            idx = idx.to(self.device)
+            b, k = len(idx), self.members.shape[1]
+            reals = torch.zeros(b, k, self.width, device=self.device).scatter_(
+                2, self.real[self.members[idx]], 1.0)
             with torch.no_grad():
-                fakes = self.generator(len(idx), self.fake_rng)
-            loss = self.criterion(self.critic(torch.stack([reals, fakes], dim=1)))
+                fakes = self.generator(b * k, self.fake_rng).view(b, k, self.width)
+            loss = self.criterion(self.critic(torch.cat([reals, fakes], dim=1)),
+                                  self.mask[idx])
             loss.backward()
             self.critic_loss = loss.item()
         else:  # an empty Poisson batch still takes its step: noise only, as accounted

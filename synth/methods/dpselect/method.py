@@ -37,6 +37,7 @@ from synth.privacy.budget import Budget
 from synth.privacy.composition import per_step_epsilon
 from synth.privacy.dpsga import GA_PARAMS, check_settings, default_generations
 from synth.privacy.events import Exponential, describe, normalised_marginals_l1
+from synth.privacy.unit import Population, PrivacyUnit
 from synth.schema import Schema
 from synth.validation import Param, specs
 
@@ -130,8 +131,18 @@ class DPSelect(DPGAN):
         share = self.params["gan_share"].check(self.gan_share)
         return {GAN: share, SELECT: 1 - share}
 
-    def _check_rules(self, values: dict, n: int | None, schema: Schema | None) -> None:
-        super()._check_rules(values, n, schema)
+    def check_unit(self, unit: PrivacyUnit) -> None:
+        if unit.max_rows > 1:
+            raise ParameterError(
+                f"DP-Select's selection is calibrated for one row per unit (its sections' "
+                f"sizes are public only then); it cannot protect units of up to "
+                f"{unit.max_rows} rows. Keep one row per unit or choose DP-GAN, Private-GSD "
+                "or independent marginals")
+
+    def _check_rules(self, values: dict, population: Population | None,
+                     schema: Schema | None) -> None:
+        super()._check_rules(values, population, schema)
+        n = None if population is None else population.rows
         check_int(self._candidates, "candidates (T)")  # the default T is the pool multiplier
         check_settings(*(values[k] for k in GA_PARAMS))  # and parents ≤ population
         if n is not None and self._sections > n:
@@ -168,12 +179,14 @@ class DPSelect(DPGAN):
         eps_s = per_step_epsilon(epsilon, count, delta, "bounded_range")
         return Exponential(eps_s, normalised_marginals_l1(n // self._sections), count)
 
-    def _preview(self, n: int, schema: Schema, budget: Budget) -> list[NoiseScale]:
+    def _preview(self, population: Population, schema: Schema, budget: Budget
+                 ) -> list[NoiseScale]:
+        n = population.rows
         event = self.select_event(n, *budget.allowance(SELECT))
         eps_s, n_s = event.epsilon, math.ceil(n / self._sections)
         if self.engine == "ga":
             odds = math.exp(min(eps_s * 0.01 * n_s / 4, 700))
-            return [*super()._preview(n, schema, budget), NoiseScale(
+            return [*super()._preview(population, schema, budget), NoiseScale(
                 SELECT, "DP simple GA: exponential mechanism, bounded-range composition",
                 describe(event),
                 f"{event.count:,} selections per section, whatever its size: an output whose "
@@ -182,7 +195,7 @@ class DPSelect(DPGAN):
         def favour(t: int) -> str:  # best/worst odds of the EM between candidates at pick t
             return f"×{math.exp(min(eps_s * n_s / (2 * t), 700)):.3g}"
 
-        return [*super()._preview(n, schema, budget), NoiseScale(
+        return [*super()._preview(population, schema, budget), NoiseScale(
             SELECT, "exponential mechanism, bounded-range composition", describe(event),
             f"{n_s:,} picks per section: a candidate that is a whole row better can be favoured "
             f"at most {favour(1)} at the first pick, {favour(100)} at pick 100 and "

@@ -8,7 +8,9 @@ mode measures every workload once and projects once.
 
 Privacy (zCDP, replace-one with n public): an answer is a fraction of the n rows, so one
 replaced record moves it by at most 1/n, a workload's answers by Δ_w (√(2·partitions)/n,
-:func:`~synth.privacy.events.fractions_l2`) and its max error by 1/n. ρ comes from the run's
+:func:`~synth.privacy.events.fractions_l2`) and its max error by 1/n. With a unit of up to
+k rows an answer is a count over n̂, the private estimate of the bounded row count
+(:mod:`synth.privacy.unit`), and every sensitivity is k times as large. ρ comes from the run's
 (ε, δ) by the tight conversion; each of the T·S selections and T·S measurements is
 ρ' = ρ/(2TS)-zCDP (Gumbel scale 1/(n√(2ρ')), i.e. the exponential mechanism at ε₀ = √(8ρ'),
 and Gaussian σ_w = Δ_w/√(2ρ')); in one-shot mode each of the W workloads gets ρ/W. Each
@@ -42,6 +44,7 @@ from synth.privacy.budget import Budget
 from synth.privacy.composition import dp_to_zcdp
 from synth.privacy.events import Exponential, Gaussian, describe, fraction_linf
 from synth.privacy.mechanisms import exponential_top_k, gaussian
+from synth.privacy.unit import Population
 from synth.schema import CATEGORICAL, Schema
 from synth.validation import Param, specs
 
@@ -138,13 +141,14 @@ class GSD(Synthesizer):
 
     # ---- parameters and the budget plan ----------------------------------------------------
 
-    def _plan(self, n: int, epsilon: float, delta: float, workloads: int,
+    def _plan(self, population: Population, epsilon: float, delta: float, workloads: int,
               widest: float) -> tuple[int, int, float]:
         """(T, S, ρ per mechanism call) for ``workloads`` candidates whose largest Δ₂ is
-        ``widest`` (in rows), or a clear error. The default T is by ε, but never more rounds
-        than there are workloads to pick, nor so many that a measurement's σ, widest/(n·√(2ρ'))
-        with ρ' = ρ/(2TS), would exceed an answer's whole range [0, 1]: on a tiny table the
-        default measures fewer workloads, each with more budget."""
+        ``widest`` (in rows, for one row per unit), or a clear error. The default T is by ε,
+        but never more rounds than there are workloads to pick, nor so many that a
+        measurement's σ, k·widest/(n·√(2ρ')) with ρ' = ρ/(2TS), would exceed an answer's whole
+        range [0, 1]: on a tiny table the default measures fewer workloads, each with more
+        budget."""
         if delta <= 0:
             raise BudgetError("Private-GSD's Gaussian mechanism needs δ > 0 in the 'queries' "
                               "share")
@@ -153,7 +157,8 @@ class GSD(Synthesizer):
             return 1, workloads, rho / workloads
         s = int(self.per_round)
         if self.rounds is None:
-            audible = rho * n * n / (s * widest * widest) if widest > 0 else math.inf
+            rows = population.rows / population.max_rows  # n/k: the answers' scale
+            audible = rho * rows * rows / (s * widest * widest) if widest > 0 else math.inf
             rounds = max(1, int(min(default_rounds(epsilon), workloads // s, audible)))
         else:
             rounds = int(self.rounds)
@@ -167,7 +172,8 @@ class GSD(Synthesizer):
                                  f"{workloads} workloads of this query set; no workload is "
                                  "measured twice")
 
-    def _check_rules(self, values: dict, n: int | None, schema: Schema | None) -> None:
+    def _check_rules(self, values: dict, population: Population | None,
+                     schema: Schema | None) -> None:
         classes = parse_classes(values["queries"])
         if values["mutations"] + values["crossovers"] == 0:
             raise ParameterError("mutations + crossovers must be ≥ 1")
@@ -180,16 +186,18 @@ class GSD(Synthesizer):
         if values["rounds"] is not None and not values["one_shot"]:
             self._fits(values["rounds"], values["per_round"], workloads)
 
-    def _preview(self, n: int, schema: Schema, budget: Budget) -> list[NoiseScale]:
+    def _preview(self, population: Population, schema: Schema, budget: Budget
+                 ) -> list[NoiseScale]:
         eps, delta = budget.allowance(QUERIES)
+        n, k = population.rows, population.max_rows
         try:
             w, sens = plan_size([c.kind == CATEGORICAL for c in schema],
                                 parse_classes(self.queries), int(self.levels),
                                 int(self.random_queries))
-            rounds, s, rho_call = self._plan(n, eps, delta, w, sens)
+            rounds, s, rho_call = self._plan(population, eps, delta, w, sens)
         except (ParameterError, BudgetError) as exc:
             return [NoiseScale(QUERIES, "Gumbel selection + Gaussian", "impossible", str(exc))]
-        measure = measurement_event(sens / n, rho_call)  # the widest workload's σ: the largest
+        measure = measurement_event(sens * k / n, rho_call)  # the widest workload's σ
         sigma = measure.sigma
         what = f"all {w} workloads" if self.one_shot else f"{rounds} rounds × {s} of {w} workloads"
         shown = [NoiseScale(
@@ -197,7 +205,7 @@ class GSD(Synthesizer):
             f"{what} measured: every answer is a fraction of rows measured within ±{sigma:.2g} "
             f"(1 σ), i.e. ±{sigma * n:.3g} of the {n:,} rows", measure)]
         if not self.one_shot:
-            pick = selection_event(n, rho_call, s)
+            pick = selection_event(n, rho_call, s, k)
             shown.insert(0, NoiseScale(
                 QUERIES, "report-noisy-max (Gumbel), zCDP", describe(pick),
                 f"each round picks its worst-answered workloads with Gumbel noise of scale "
@@ -207,11 +215,11 @@ class GSD(Synthesizer):
     # ---- the fit -------------------------------------------------------------------------
 
     def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
-        n = len(data)
+        n = self.population_.rows
         space = Space(schema)
         classes = build(space, parse_classes(self.queries), self.rng_, levels=int(self.levels),
                         random_queries=int(self.random_queries))
-        run = self._start(classes, n)
+        run = self._start(classes, self.population_)
         self._answer(run, space, data, ctx)
         self.rows_ = synthetic_rows(self.rows, n)
         table = space.random(self.rows_, self.rng_)  # round 1 scores and starts from it
@@ -228,32 +236,36 @@ class GSD(Synthesizer):
         self.generations_ = run.generations
         self.measured_ = [run.label(w) for w in run.picked]
 
-    def _start(self, classes: list[Workloads], n: int) -> _Rounds:
-        """The plan for ``classes`` on n rows, refused when its noise would drown every answer."""
+    def _start(self, classes: list[Workloads], population: Population) -> _Rounds:
+        """The plan for ``classes`` on the population's n rows (n̂ for units of up to k rows),
+        refused when its noise would drown every answer."""
         first = np.cumsum([0, *(len(q) for q in classes)])
         eps, delta = self.ledger_.budget.allowance(QUERIES)
         sens = np.concatenate([q.sensitivity for q in classes])
-        rounds, per_round, rho_call = self._plan(n, eps, delta, int(first[-1]),
+        rounds, per_round, rho_call = self._plan(population, eps, delta, int(first[-1]),
                                                  float(sens.max(initial=0.0)))
-        sens = sens / n
+        n, k = population.rows, population.max_rows
+        sens = sens * k / n
         sigma = sens / math.sqrt(2 * rho_call)
         if sigma.min() >= 1:
             raise BudgetError(f"ε = {eps:.3g} is too small to measure anything: the Gaussian "
                               f"noise (σ ≥ {sigma.min():.3g}) exceeds the whole range [0, 1] of "
                               "an answer. Raise ε" + (" or use fewer rounds" if rounds > 1
                                                        else ""))
-        return _Rounds(classes, first, n, rounds, per_round, rho_call, sens,
+        return _Rounds(classes, first, n, k, rounds, per_round, rho_call, sens,
                        targets=[np.zeros(q.size) for q in classes],
                        weights=[np.zeros(q.size) for q in classes])
 
     @staticmethod
     def _answer(run: _Rounds, space: Space, data: pd.DataFrame, ctx: FitContext) -> None:
-        """Every query's answer on the private table, computed once."""
+        """Every query's answer on the private table, computed once: counts over the public
+        n (with units, n̂; with one row per unit, n itself, and the factor is exactly 1)."""
         ctx.stage("answers", len(run.classes), "answering the queries on the private table "
                                                "(once)")
         private = space.encode(data)
+        scale = len(data) / run.n
         for k, q in enumerate(run.classes):
-            run.true.append(q.answers(private))
+            run.true.append(q.answers(private) * scale)
             ctx.progress("answers", k + 1, len(run.classes))
 
     def _select(self, run: _Rounds, table: np.ndarray, t: int) -> np.ndarray:
@@ -261,7 +273,7 @@ class GSD(Synthesizer):
         scores = np.concatenate([_worst_errors(q, a, table)
                                  for q, a in zip(run.classes, run.true, strict=True)])
         scores[run.picked] = -np.inf
-        event = selection_event(run.n, run.rho, run.per_round)
+        event = selection_event(run.n, run.rho, run.per_round, run.k)
         self.ledger_.charge(QUERIES, event, f"round {t}: {run.per_round} workload(s) "
                                             "selected by max error")
         return select_workloads(scores, event)
@@ -303,7 +315,8 @@ class _Rounds:
 
     classes: list[Workloads]
     first: np.ndarray  # global workload id = first[k] + local id in class k
-    n: int
+    n: int  # the public row count (n̂ for units of more than one row)
+    k: int  # rows per unit at most
     rounds: int
     per_round: int
     rho: float  # per mechanism call
@@ -333,11 +346,12 @@ def _locate(first: np.ndarray, w: int) -> tuple[int, int]:
     return k, int(w - first[k])
 
 
-def selection_event(n: int, rho: float, k: int) -> Exponential:
-    """k workloads by report-noisy-max over max errors (sensitivity 1/n) with Gumbel noise of
-    scale 1/(n√(2ρ)): each pick is the exponential mechanism at ε₀ = √(8ρ), which is
-    ε₀²/8 = ρ-zCDP (bounded range), so the k picks cost kρ."""
-    return Exponential(math.sqrt(8 * rho), fraction_linf(n), k)
+def selection_event(n: int, rho: float, count: int, rows_per_unit: int = 1) -> Exponential:
+    """``count`` workloads by report-noisy-max over max errors (sensitivity 1/n, or k/n for
+    units of up to k rows) with Gumbel noise of scale Δ/√(2ρ): each pick is the exponential
+    mechanism at ε₀ = √(8ρ), which is ε₀²/8 = ρ-zCDP (bounded range), so the picks cost
+    count·ρ."""
+    return Exponential(math.sqrt(8 * rho), fraction_linf(n, rows_per_unit), count)
 
 
 def measurement_event(sensitivity: float, rho: float) -> Gaussian:

@@ -26,6 +26,7 @@ from synth.methods.private_sampling.bounds import Setting, show, walsh_count
 from synth.privacy.budget import Budget
 from synth.privacy.events import NoGuarantee, PureDP, describe
 from synth.privacy.mechanisms import fresh_rng
+from synth.privacy.unit import Population, PrivacyUnit
 from synth.schema import Schema
 from synth.validation import Param, specs
 
@@ -94,7 +95,15 @@ class PrivateSampling(Synthesizer):
         self.bins = bins
         self.allow_no_guarantee = allow_no_guarantee
 
-    def _check_rules(self, values: dict, n: int | None, schema: Schema | None) -> None:
+    def check_unit(self, unit: PrivacyUnit) -> None:
+        if unit.max_rows > 1:
+            raise ParameterError(
+                f"private sampling's Theorem 4.1 protects one row of a table whose row count "
+                f"is public; it has no calibration for units of up to {unit.max_rows} rows. "
+                "Keep one row per unit (max rows per unit = 1) or choose another method")
+
+    def _check_rules(self, values: dict, population: Population | None,
+                     schema: Schema | None) -> None:
         Delta = values["Delta"]
         if Delta is not None and Delta < 1 + values["accuracy_delta"]:
             raise ParameterError(f"Delta must be a number ≥ 1 + accuracy_delta (the shrinkage "
@@ -142,9 +151,10 @@ class PrivateSampling(Synthesizer):
         return NoGuarantee(f"k = {setting.k:,.0f} exceeds Theorem 4.1's bound {show(allowed)}: "
                            "a demonstration run")
 
-    def _preview(self, n: int, schema: Schema, budget: Budget) -> list[NoiseScale]:
+    def _preview(self, population: Population, schema: Schema, budget: Budget
+                 ) -> list[NoiseScale]:
         eps, _ = budget.allowance(SAMPLE)
-        _, s = self._plan(n, schema, eps)
+        _, s = self._plan(population.rows, schema, eps)
         allowed = s.log10_k_hi(s.log10_m)
         verdict = ("within Theorem 4.1: ε-DP" if allowed >= math.log10(s.k) else
                    "beyond Theorem 4.1: no DP guarantee")
@@ -157,7 +167,7 @@ class PrivateSampling(Synthesizer):
 
     def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
         eps, _ = self.ledger_.budget.allowance(SAMPLE)
-        self.coder_, setting = self._plan(len(data), schema, eps)
+        self.coder_, setting = self._plan(self.population_.rows, schema, eps)
         event = self._event(setting, eps)  # from public facts only, before the data is read
         ctx.stage(SAMPLE, 3, f"{setting.p} bits, m = {show(setting.log10_m)}: LP, QP, "
                              f"{setting.k:,.0f} samples")
