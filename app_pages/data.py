@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from synth.declarations import published, round_bounds, warnings
+from synth.privacy.unit import PrivacyUnit, population
 from synth.schema import (
     CATEGORICAL,
     KINDS,
@@ -136,13 +137,46 @@ target = st.selectbox(
     "Target column for utility checks", targets, key=state.mine("target"),
     persist_state="session",
     index=targets.index(ds.base.target or ""), format_func=lambda c: c or "none") or None
+
+st.subheader("Whom to protect")
+st.markdown(
+    "By default each **row** is protected. If one person (or household) can have several rows "
+    "here, visits or months say, name the column that says whose row it is: the guarantee "
+    "then covers **all of a person's rows**. At most *k* rows of each person are used, chosen "
+    "at random; a person's other rows are left out. A larger k keeps more rows but needs more "
+    "noise to hide a whole person. The column itself is never synthesized or released.")
+units = ["", *names]
+state.among(state.mine("unit"), units)
+left, right = st.columns(2)
+with left:
+    unit_column = st.selectbox(
+        "Column naming the person (or household) of each row", units, key=state.mine("unit"),
+        persist_state="session", format_func=lambda c: c or "none: protect each row")
+with right:
+    k = st.number_input("At most k rows per person", min_value=1, max_value=10_000, value=1,
+                        step=1, key=state.mine("unit-k"), persist_state="session",
+                        disabled=not unit_column)
+ds.unit = PrivacyUnit()
+with state.guard("Checking the privacy unit"):
+    unit = PrivacyUnit(unit_column or None, int(k) if unit_column else 1)
+    people = population(ds.table, unit)
+    ds.unit = unit
+    if unit.declared:
+        st.caption(f"{people.units:,} people; at most {unit.max_rows} rows each keeps about "
+                   f"{people.rows:,} of the {len(ds.table):,} rows (for you: the release says "
+                   "neither number exactly).")
+    else:
+        st.caption("Protecting each row: someone with several rows is protected more weakly.")
+
 confirmed = not ds.base.proposed or st.checkbox(
     "I have checked each column's kind, integer flag and missing-value policy: they are my "
     "declaration, not a reading of the data", **kept("confirm"))
 
 with state.guard("Updating the schema"):
     schema = replace(ds.base.declare_public(public), target=target)
-    schema = schema.drop(dropped) if dropped else schema
+    leave = [*dropped, *([ds.unit.column] if ds.unit.declared and ds.unit.column not in
+                         dropped else [])]
+    schema = schema.drop(leave) if leave else schema
     state.set_schema(schema.confirm() if confirmed else schema)
 
 st.dataframe(describe(ds.schema), width="stretch", hide_index=True)

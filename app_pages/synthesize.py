@@ -22,6 +22,7 @@ from synth.plots import (
 from synth.privacy.budget import Budget, cautions, default_delta, epsilon_text
 from synth.privacy.composition import explore
 from synth.privacy.domains import DOMAIN
+from synth.privacy.unit import Population, PrivacyUnit, population
 from synth.report import release_report, steward_report
 from synth.schema import Schema
 from ui import layout, parameters, runner, state
@@ -56,7 +57,7 @@ st.caption(f"{cls.summary}  \nSource: {cls.paper}")
 explain("Each method turns the private table into a model under differential privacy, then "
         "samples synthetic rows from the model; sampling costs no further privacy.")
 
-n = len(ds.table)
+n = population(ds.table, ds.unit).units  # rows, or people with a privacy unit
 left, right = st.columns(2)
 with left:
     epsilon = st.select_slider("Total privacy budget ε (log scale)", EPSILONS, value=1.0,
@@ -66,7 +67,8 @@ with left:
 with right:
     delta = st.number_input(
         f"δ (default {default_delta(n):.0e}, the largest power of ten ≤ 1/(10n) for n = "
-        f"{n:,})", min_value=0.0, max_value=0.1, value=default_delta(n), format="%.2e",
+        f"{n:,} {'people' if ds.unit.declared else 'rows'})", min_value=0.0, max_value=0.1,
+        value=default_delta(n), format="%.2e",
         step=1e-6, key=state.mine("delta"), persist_state="session")
     explain("δ is the small chance that the ε guarantee fails; keep it well below 1/n so that "
             "no single row is likely to be exposed.")
@@ -105,31 +107,36 @@ explain("Held-out rows are never shown to the method, so the accuracy of a model
 
 
 @st.cache_data(show_spinner="Working out the noise…", max_entries=64)
-def noise_preview(method: str, params_json: str, rows: int, schema_json: str, epsilon: float,
-                  delta: float, shares_json: str) -> list[NoiseScale]:
-    """The noise scales of each stage: from the public schema and the row count only."""
+def noise_preview(method: str, params_json: str, people: Population, schema_json: str,
+                  epsilon: float, delta: float, shares_json: str, unit: PrivacyUnit
+                  ) -> list[NoiseScale]:
+    """The noise scales of each stage: from the public schema and the row count only (with
+    a privacy unit: the number of people and the rows bounding keeps)."""
     model = make(method, json.loads(params_json))
-    budget = Budget(epsilon, delta, json.loads(shares_json))
-    return model.preview(rows, Schema.from_dict(json.loads(schema_json)), budget)
+    budget = Budget(epsilon, delta, json.loads(shares_json), unit)
+    return model.preview(people, Schema.from_dict(json.loads(schema_json)), budget)
 
 
 st.subheader("Before you spend anything")
 planned = budget = None
-rows = runs.synthesized_rows(n, schema, holdout)
+people = population(runs.split(ds.table, schema, holdout)[0], ds.unit)
+rows = people.units
 for line in cautions(epsilon, delta, rows):
     st.warning(line, icon=":material/warning:")
 with state.guard("Planning the budget"):
     planned = runs.Run(method, schema, epsilon, delta, params, shares_given, seed,
-                       state.account(ds), rows=rows)
+                       state.account(ds), rows=people, unit=ds.unit)
     model, budget = planned.model, planned.budget
     st.plotly_chart(budget_chart(budget), width="stretch", key="plan")
-    for scale in noise_preview(method, json.dumps(model.get_params()), rows,
+    for scale in noise_preview(method, json.dumps(model.get_params()), people,
                                json.dumps(schema.to_dict()), epsilon, delta,
-                               json.dumps(budget.shares)):
+                               json.dumps(budget.shares), ds.unit):
         st.markdown(f"**{scale.stage}** · {scale.mechanism} · `{scale.scale}`  \n"
                     f"{scale.meaning}")
-    st.caption(f"Worked out from the schema and the row count ({rows:,}) only: no data is read "
-               "and nothing is spent.")
+    counted = (f"the row count ({rows:,})" if not ds.unit.declared else
+               f"{people.units:,} people and the {people.rows:,} rows kept at k = "
+               f"{ds.unit.max_rows} (the run estimates the latter privately)")
+    st.caption(f"Worked out from the schema and {counted} only: nothing is spent.")
 
 
 @st.cache_data(max_entries=32)

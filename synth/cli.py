@@ -36,6 +36,7 @@ from synth.errors import Cancelled, DataError, ParameterError, SynthError, check
 from synth.methods import METHODS, FitContext, Progress, Spent, StageStarted, parse_settings
 from synth.methods.base import check_rows
 from synth.privacy.budget import cautions, default_delta, epsilon_text
+from synth.privacy.unit import PrivacyUnit, population
 from synth.protocol import protocol_split
 from synth.schema import Schema, infer_schema, validate
 from synth.sweep import DEMO, PRESETS
@@ -166,11 +167,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     table = read_table(args.data, max_bytes=args.max_bytes, encoding=args.encoding)
     schema = Schema.load(args.schema)
     params, shares = parse_settings(args.set or [], args.method)
-    delta = args.delta if args.delta is not None else default_delta(len(table))
+    unit = PrivacyUnit(args.privacy_unit, 1 if args.max_rows_per_unit is None
+                       else args.max_rows_per_unit)
+    people = population(table, unit)  # a bad unit column is refused here, nothing spent
+    delta = args.delta if args.delta is not None else default_delta(people.units)
     run = runs.Run(args.method, schema, args.epsilon, delta, params, shares,
                    args.postprocessing_seed, TableAccount.of(table, Path(args.data).name),
-                   rows=len(table))
-    for line in cautions(args.epsilon, delta, len(table)):
+                   rows=people, unit=unit)
+    for line in cautions(args.epsilon, delta, people.units):
         print(f"caution: {line}", file=sys.stderr)
     if args.rows is not None:  # refused before anything is spent
         check_rows(args.rows, len(schema), "--rows")
@@ -494,7 +498,14 @@ def build_parser() -> argparse.ArgumentParser:
                           "so the same seed twice gives two different releases")
     run.add_argument("--out", type=Path, required=True)
     run.add_argument("--ledger", type=Path, required=True)
-    run.add_argument("--rows", type=int, help="rows to sample (default: as many as the input)")
+    run.add_argument("--rows", type=int, help="rows to sample (default: as many as the input, "
+                     "or its private estimate with a privacy unit)")
+    run.add_argument("--privacy-unit", metavar="COLUMN",
+                     help="protect every row of one unit (person, household) named by COLUMN, "
+                          "not one row; COLUMN is never released (default: each row)")
+    run.add_argument("--max-rows-per-unit", type=int, metavar="K",
+                     help="keep at most K rows of each unit, chosen at random (needs "
+                          "--privacy-unit; default 1)")
     run.add_argument("--set", action="append", metavar="KEY=VALUE",
                      help="method parameter, or budget share as share.STAGE=fraction")
     run.add_argument("--quiet", action="store_true", help="no progress bars")

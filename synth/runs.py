@@ -25,6 +25,7 @@ from synth.errors import SynthError
 from synth.methods import FitContext, Synthesizer, make
 from synth.missing import model_schema
 from synth.privacy.budget import Budget, default_delta, merge_shares
+from synth.privacy.unit import Population, PrivacyUnit, population
 from synth.protocol import cut_points, protocol_split
 from synth.schema import Schema
 
@@ -103,21 +104,23 @@ class Run:
                  params: Mapping[str, Any] | None = None,
                  shares: Mapping[str, float] | None = None,
                  postprocessing_seed: int | None = None, account: TableAccount | None = None,
-                 rows: int | None = None):
+                 rows: int | Population | None = None, unit: PrivacyUnit | None = None):
         self.model: Synthesizer = make(method, params)
         self.account = account  # the table's persistent account, charged before the fit
-        # every rule that needs no data, the schema's (and, given, the row count's: public
-        # under replace-one) too; plain values: the command is JSON
+        unit = PrivacyUnit() if unit is None else unit
+        # every rule that needs no data, the schema's (and, given, the population's: public
+        # under the relation) too; plain values: the command is JSON
         checked = self.model.check_params(rows, model_schema(schema))
         self.method, self.given = method, {k: checked[k] for k in params or {}}
         self.budget = self.model.budget_for(Budget(epsilon, delta, merge_shares(
-            self.model.default_shares(schema), dict(shares or {}))), schema)
+            self.model.default_shares(schema, unit), dict(shares or {})), unit), schema)
         self.postprocessing_seed = postprocessing_seed
 
     @property
     def command(self) -> str:
         return run_command(self.method, self.budget.epsilon, self.budget.delta,
-                           self.postprocessing_seed, self.given, dict(self.budget.shares))
+                           self.postprocessing_seed, self.given, dict(self.budget.shares),
+                           unit=self.budget.unit)
 
     @property
     def spent(self) -> dict[str, Any] | None:
@@ -193,21 +196,27 @@ def run(table: pd.DataFrame, schema: Schema, method: str, epsilon: float,
         delta: float | None = None, params: Mapping[str, Any] | None = None,
         shares: Mapping[str, float] | None = None, postprocessing_seed: int | None = None,
         test: pd.DataFrame | None = None, ctx: FitContext | None = None,
-        measure: bool = True, account: TableAccount | None = None) -> RunRecord:
-    """Configure and run at once (δ by default :func:`default_delta`): see :class:`Run`."""
-    delta = default_delta(len(table)) if delta is None else delta
-    return Run(method, schema, epsilon, delta, params, shares, postprocessing_seed, account)(
-        table, schema, test, ctx, measure=measure)
+        measure: bool = True, account: TableAccount | None = None,
+        unit: PrivacyUnit | None = None) -> RunRecord:
+    """Configure and run at once (δ by default :func:`default_delta` of the units): see
+    :class:`Run`."""
+    unit = PrivacyUnit() if unit is None else unit
+    delta = default_delta(population(table, unit).units) if delta is None else delta
+    return Run(method, schema, epsilon, delta, params, shares, postprocessing_seed, account,
+               unit=unit)(table, schema, test, ctx, measure=measure)
 
 
 def run_command(method: str, epsilon: float, delta: float, seed: int | None,
                 params: Mapping[str, Any], shares: Mapping[str, float],
-                data: str = "DATA.csv", schema: str = "schema.json") -> str:
+                data: str = "DATA.csv", schema: str = "schema.json",
+                unit: PrivacyUnit | None = None) -> str:
     """The ``python -m synth run`` line that runs the same configuration (for the app and
     reports). Its noise is fresh, so it makes another release from the same distribution."""
     words = ["python", "-m", "synth", "run", data, "--schema", schema, "--method", method,
              "--epsilon", f"{epsilon:g}", "--delta", f"{delta:g}",
              "--out", "synth.csv", "--ledger", "ledger.json"]
+    if unit is not None and unit.declared:
+        words += ["--privacy-unit", unit.column, "--max-rows-per-unit", str(unit.max_rows)]
     if seed is not None:
         words += ["--postprocessing-seed", str(seed)]
     for key, value in params.items():

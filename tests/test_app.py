@@ -780,3 +780,38 @@ def test_a_cancelled_sweep_keeps_its_finished_runs(app):
     assert any("the rest were cancelled" in t.value for t in app.toast)
     kept = app.dataframe[-1].value
     assert 1 <= len(kept) < 24
+
+
+def test_a_privacy_unit_protects_people_from_the_data_page_to_the_ledger(app):
+    """The Data page's unit step reaches the run: the ledger's relation names the unit, a
+    rows stage is charged, the unit column is neither synthesized nor released, and a column
+    that cannot be a unit is refused by name without losing the page."""
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(1, 7, size=400)
+    lines = [f"P-{p:05d},{i},{'ab'[int(rng.integers(2))]},{int(rng.integers(18, 70))}"
+             for i, p in enumerate(np.repeat(np.arange(400), sizes))]
+    data = ("person,row,group,age\n" + "\n".join(lines) + "\n").encode()
+    app.sidebar.file_uploader[0].set_value(("panel.csv", data, "text/csv")).run()
+    assert not app.exception and not app.error
+    labelled(app.multiselect, "Columns whose domain").set_value(["row", "group", "age"]).run()
+    labelled(app.selectbox, "Column naming the person").set_value("row").run()
+    assert any("'row' has a different value on every row" in e.value for e in app.error)
+    labelled(app.selectbox, "Column naming the person").set_value("person").run()
+    labelled(app.number_input, "At most k rows per person").set_value(3).run()
+    assert not app.error, [e.value for e in app.error]
+    assert "400 people" in texts(app)
+    assert "person" not in app.session_state["dataset"].schema.names
+    labelled(app.checkbox, "I have checked each column").check().run()
+    app.switch_page(SYNTH).run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    assert "**rows** · Laplace count" in texts(app)
+    app.select_slider[0].set_value(4.0).run()
+    run(app)
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    record = app.session_state["runs"][0].record
+    assert "'person'" in record.ledger["relation"] and "≤ 3 rows" in record.ledger["relation"]
+    assert record.ledger["entries"][0]["stage"] == "rows"
+    assert "person" not in record.synthetic.columns
+    released = record.synthetic.to_csv(index=False) + json.dumps(record.release())
+    assert "P-0" not in released
+    assert "--privacy-unit person --max-rows-per-unit 3" in record.command

@@ -7,7 +7,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -16,6 +16,7 @@ import streamlit as st
 from synth.account import Store, TableAccount
 from synth.data import fingerprint, load_sample
 from synth.errors import SynthError
+from synth.privacy.unit import PrivacyUnit
 from synth.runs import RunRecord
 from synth.schema import Schema
 from ui import runner
@@ -36,6 +37,7 @@ class Dataset:
     table: pd.DataFrame
     schema: Schema  # the working schema: base plus the Data page's choices
     base: Schema  # inferred from the table, then edited column by column or loaded from a file
+    unit: PrivacyUnit = field(default_factory=PrivacyUnit)  # whom a run protects
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,22 @@ def bound(table: pd.DataFrame, unit: PrivacyUnit) -> tuple[pd.DataFrame, np.ndar
     by name: the steward sees why, and nothing has been spent."""
     if not unit.declared:
         return table, np.arange(len(table))
+    codes = _units(table, unit)
+    keep = _at_most(codes, unit.max_rows, fresh_rng())
+    return table.drop(columns=[unit.column]).iloc[keep].reset_index(drop=True), codes[keep]
+
+
+def population(table: pd.DataFrame, unit: PrivacyUnit) -> Population:
+    """The population a run on ``table`` plans for (for the steward's checks and previews:
+    with k > 1 the fit replaces the row count by its private estimate)."""
+    if not unit.declared:
+        return Population(len(table), len(table))
+    held = np.bincount(_units(table, unit))
+    return Population(int(np.minimum(held, unit.max_rows).sum()), len(held), unit.max_rows)
+
+
+def _units(table: pd.DataFrame, unit: PrivacyUnit) -> np.ndarray:
+    """Each row's unit as 0 … U − 1, or a refusal naming the column."""
     name = unit.column
     if name not in table.columns:
         raise SchemaError(f"privacy unit column {name!r} is not in the table; its columns "
@@ -145,8 +161,7 @@ def bound(table: pd.DataFrame, unit: PrivacyUnit) -> tuple[pd.DataFrame, np.ndar
         raise SchemaError(f"privacy unit column {name!r} has a different value on every row: "
                           "it identifies rows, not people; leave the privacy unit out to "
                           "protect one row, which is the same guarantee")
-    keep = _at_most(codes, unit.max_rows, fresh_rng())
-    return table.drop(columns=[name]).iloc[keep].reset_index(drop=True), codes[keep]
+    return codes
 
 
 def _at_most(codes: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
