@@ -121,7 +121,7 @@ st.subheader("Before you spend anything")
 planned = budget = None
 people = population(runs.split(ds.table, schema, holdout)[0], ds.unit)
 rows = people.units
-for line in cautions(epsilon, delta, rows):
+for line in cautions(epsilon, delta, rows, "people" if ds.unit.declared else "rows"):
     st.warning(line, icon=":material/warning:")
 with state.guard("Planning the budget"):
     planned = runs.Run(method, schema, epsilon, delta, params, shares_given, seed,
@@ -137,6 +137,23 @@ with state.guard("Planning the budget"):
                f"{people.units:,} people and the {people.rows:,} rows kept at k = "
                f"{ds.unit.max_rows} (the run estimates the latter privately)")
     st.caption(f"Worked out from the schema and {counted} only: nothing is spent.")
+if planned is not None and ds.unit.declared:
+    with st.expander("Try another k: what a different bound on rows per person would cost"):
+        other = int(st.number_input("k for this preview only", min_value=1, max_value=10_000,
+                                    value=max(1, 2 * ds.unit.max_rows), step=1,
+                                    key=state.mine("try-k")))
+        with state.guard(f"Previewing k = {other}"):
+            unit = PrivacyUnit(ds.unit.column, other)
+            them = population(runs.split(ds.table, schema, holdout)[0], unit)
+            trial = runs.Run(method, schema, epsilon, delta, params, shares_given, seed,
+                             rows=them, unit=unit)
+            st.caption(f"At k = {other} the run would use {them.rows:,} of the rows "
+                       f"(against {people.rows:,} at k = {ds.unit.max_rows}).")
+            for scale in noise_preview(method, json.dumps(trial.model.get_params()), them,
+                                       json.dumps(schema.to_dict()), epsilon, delta,
+                                       json.dumps(trial.budget.shares), unit):
+                st.markdown(f"**{scale.stage}** · {scale.mechanism} · `{scale.scale}`  \n"
+                            f"{scale.meaning}")
 
 
 @st.cache_data(max_entries=32)

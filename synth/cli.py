@@ -174,7 +174,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     run = runs.Run(args.method, schema, args.epsilon, delta, params, shares,
                    args.postprocessing_seed, TableAccount.of(table, Path(args.data).name),
                    rows=people, unit=unit)
-    for line in cautions(args.epsilon, delta, people.units):
+    for line in cautions(args.epsilon, delta, people.units,
+                         "people" if unit.declared else "rows"):
         print(f"caution: {line}", file=sys.stderr)
     if args.rows is not None:  # refused before anything is spent
         check_rows(args.rows, len(schema), "--rows")

@@ -805,6 +805,11 @@ def test_a_privacy_unit_protects_people_from_the_data_page_to_the_ledger(app):
     app.switch_page(SYNTH).run()
     assert not app.exception and not app.error, [e.value for e in app.error]
     assert "**rows** · Laplace count" in texts(app)
+    # the preview at another k follows the package's own preview for that k
+    labelled(app.number_input, "k for this preview only").set_value(6).run()
+    assert not app.error, [e.value for e in app.error]
+    assert "At k = 6 the run would use" in texts(app)
+    assert "sensitivity 5" in texts(app) and "sensitivity 2" in texts(app)  # k − 1
     app.select_slider[0].set_value(4.0).run()
     run(app)
     assert not app.exception and not app.error, [e.value for e in app.error]

@@ -43,9 +43,10 @@ WEAK_EPSILON = 5.0  # from here on a guarantee is weak (DP Wizard warns from 5 t
 SMALL_TABLE = 1000  # rows: below this the noise that hides one row is as large as the counts
 
 
-def cautions(epsilon: float, delta: float, n: int) -> list[str]:
-    """What a steward should hear before spending (ε, δ) on n rows: a weak ε, a δ that could
-    expose rows, a table too small for much to survive the noise. Advice, not refusals."""
+def cautions(epsilon: float, delta: float, n: int, units: str = "rows") -> list[str]:
+    """What a steward should hear before spending (ε, δ) on n rows (or n people, ``units``):
+    a weak ε, a δ that could expose them, a table too small for much to survive the noise.
+    Advice, not refusals."""
     said = []
     if epsilon >= WEAK_EPSILON:
         factor = (f"{math.exp(epsilon):,.0f}" if epsilon < 50
@@ -57,10 +58,10 @@ def cautions(epsilon: float, delta: float, n: int) -> list[str]:
     if n >= 1 and delta > 1 / (10 * n):
         said.append(f"δ = {delta:.2g} is above 1/(10n) = {1 / (10 * n):.2g}: a mechanism that "
                     f"publishes each row outright with probability δ meets (ε, δ)-DP, and would "
-                    f"publish about {n * delta:.3g} of these {n:,} rows. Keep δ well below 1/n "
+                    f"publish about {n * delta:.3g} of these {n:,} {units}. Keep δ well below 1/n "
                     "(the default is the largest power of ten at most 1/(10n)).")
     if n < SMALL_TABLE:
-        said.append(f"Only {n:,} rows: one person is 1/{n:,} of every count, so the noise that "
+        said.append(f"Only {n:,} {units}: one of them is 1/{n:,} of every count, so the noise that "
                     "hides them is about as large as the counts themselves. Expect a synthetic "
                     "table that keeps only the coarsest patterns.")
     return said
