@@ -17,6 +17,7 @@ from synth.evaluation import baselines
 from synth.methods import METHODS
 from synth.plots import baseline_lines, pareto_chart, reference_lines, sweep_chart
 from synth.privacy.budget import cautions, default_delta
+from synth.privacy.unit import population
 from synth.report import sweep_report
 from synth.runs import split, synthesized_rows
 from synth.schema import Schema
@@ -59,6 +60,13 @@ if param:
     st.caption(f"Sweeping {param} over {values}.")
 if shares:
     st.caption(f"Sweeping the GAN share over {shares}.")
+ks: list[int] = []
+if ds.unit.declared:
+    ks = st.multiselect(
+        f"Rows per person k to sweep (empty: k = {ds.unit.max_rows}, as on the Data page)",
+        [1, 2, 3, 5, 10, 20], key=state.mine("sweep-k"), persist_state="session",
+        help="Every run protects one person. A larger k keeps more of each person's rows and "
+             "needs more noise to hide them all: the sweep shows which k pays.")
 
 
 @st.cache_data(max_entries=16, show_spinner="Training the real-data tree…")
@@ -70,16 +78,20 @@ def reference(table_key: str, _train: pd.DataFrame, _test: pd.DataFrame, _schema
 
 table_key = state.table_key(ds)
 sweeps = state.sweeps().setdefault(table_key, {})
-key = json.dumps([methods, epsilons, seeds, demo, param, values, shares], default=str)
-for line in cautions(max(epsilons, default=0), 0, len(ds.table)):
+key = json.dumps([methods, epsilons, seeds, demo, param, values, shares,
+                  ds.unit.to_dict(), ks], default=str)
+people = population(ds.table, ds.unit).units
+for line in cautions(max(epsilons, default=0), 0, people,
+                     "people" if ds.unit.declared else "rows"):
     st.warning(line, icon=":material/warning:")
 jobs, problem = [], "choose at least one method and one ε" if not methods or not epsilons else ""
 if not problem:
     try:
-        jobs = grid(methods, epsilons, seeds, param, values, shares, DEMO if demo else None)
+        jobs = grid(methods, epsilons, seeds, None if ks else param, values, shares,
+                    DEMO if demo else None, ds.unit, ks)
     except SynthError as exc:  # a bad grid is the user's to fix: say so, keep the page
         problem = str(exc)
-delta = default_delta(synthesized_rows(len(ds.table), ds.schema))  # split's train rows
+delta = default_delta(synthesized_rows(people, ds.schema))  # split's train rows (people)
 
 
 def start() -> bool:

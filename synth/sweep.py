@@ -15,13 +15,14 @@ import logging
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
 
 from synth.account import TableAccount
 from synth.errors import ParameterError, SynthError
+from synth.privacy.unit import PrivacyUnit
 from synth.schema import Schema
 
 log = logging.getLogger(__name__)
@@ -73,14 +74,30 @@ class Job:
     params: Mapping[str, Any] = field(default_factory=dict)
     share: float | None = None  # the method's own split (its ``share_param``), if swept
     param: str | None = None  # the swept parameter, if any (its value is in ``params``)
+    unit: PrivacyUnit = field(default_factory=PrivacyUnit)  # whom the run protects
+
+
+UNIT_K = "max_rows_per_unit"  # the swept "parameter" of a sweep over the bound k
 
 
 def grid(methods: Sequence[str], epsilons: Iterable[float], seeds: int = 3,
          param: str | None = None, values: Iterable[Any] = (),
-         shares: Iterable[float] = (), fixed: Mapping[str, Mapping[str, Any]] | None = None
-         ) -> list[Job]:
+         shares: Iterable[float] = (), fixed: Mapping[str, Mapping[str, Any]] | None = None,
+         unit: PrivacyUnit | None = None, ks: Iterable[int] = ()) -> list[Job]:
     """Every (method, ε, share, value, seed), seeds 0…seeds−1 (the swept parameter and the
-    shares apply to the methods that have them); ``fixed``: per method, parameters held fixed."""
+    shares apply to the methods that have them); ``fixed``: per method, parameters held fixed.
+    Every run protects ``unit``; given ``ks``, the sweep is over its bound k instead of a
+    parameter (``param`` is then :data:`UNIT_K`)."""
+    unit = PrivacyUnit() if unit is None else unit
+    ks = list(ks)
+    if ks:
+        if param is not None:
+            raise ParameterError(f"sweep either the rows per unit k or {param!r}, not both")
+        if not unit.declared:
+            raise ParameterError("sweeping the rows per unit k needs a privacy-unit column")
+        return [replace(job, unit=PrivacyUnit(unit.column, k), param=UNIT_K)
+                for k in ks for job in grid(methods, epsilons, seeds, None, (), shares, fixed,
+                                            unit)]
     from synth.methods import METHODS
 
     unknown = [m for m in methods if m not in METHODS]
@@ -103,7 +120,7 @@ def grid(methods: Sequence[str], epsilons: Iterable[float], seeds: int = 3,
             if share is not None:
                 params[cls.share_param] = share
             jobs.append(Job(method, float(eps), seed, params, share,
-                            param if value is not None else None))
+                            param if value is not None else None, unit))
     return jobs
 
 
@@ -115,11 +132,12 @@ def run_job(job: Job, train: pd.DataFrame, test: pd.DataFrame | None, schema: Sc
     from synth.runs import Run
 
     row = {"method": job.method, "epsilon": job.epsilon, "seed": job.seed, "param": job.param,
-           "value": job.params.get(job.param) if job.param else None, "share": job.share}
+           "value": job.unit.max_rows if job.param == UNIT_K else
+           job.params.get(job.param) if job.param else None, "share": job.share}
     started, planned = time.perf_counter(), None
     try:
         planned = Run(job.method, schema, job.epsilon, delta, job.params,
-                      postprocessing_seed=job.seed, account=account)
+                      postprocessing_seed=job.seed, account=account, unit=job.unit)
         record = planned(train, schema, test)
     except Exception as exc:  # one bad configuration must not cost the others
         if not isinstance(exc, SynthError):

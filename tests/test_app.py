@@ -820,3 +820,18 @@ def test_a_privacy_unit_protects_people_from_the_data_page_to_the_ledger(app):
     released = record.synthetic.to_csv(index=False) + json.dumps(record.release())
     assert "P-0" not in released
     assert "--privacy-unit person --max-rows-per-unit 3" in record.command
+    # the Trade-offs page sweeps k: one row per k, each run protecting the person
+    st.cache_resource.clear()
+    app.switch_page(TRADEOFFS).run()
+    app.multiselect(key=next(m.key for m in app.multiselect if "methods" in m.key)).set_value(
+        ["independent"]).run()
+    app.multiselect(key=next(m.key for m in app.multiselect if "epsilons" in m.key)).set_value(
+        [1.0]).run()
+    app.number_input(key="choice:sweep:seeds").set_value(1).run()
+    labelled(app.multiselect, "Rows per person k to sweep").set_value([1, 5]).run()
+    spend(app, "Run the sweep")
+    finish(app, "sweep_job")
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    frame = app.dataframe[-1].value
+    assert sorted(frame["value"]) == [1, 5] and frame["error"].isna().all()
+    assert set(frame["param"]) == {"max_rows_per_unit"}

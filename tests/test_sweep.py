@@ -83,3 +83,21 @@ def test_the_same_sweep_runs_on_a_local_dask_cluster(sample):
     assert len(tasks.data) >= 1  # the runs went through Dask's workers
     pd.testing.assert_frame_equal(local[PLANNED], remote[PLANNED])
     assert remote["tvd1"].notna().all()
+
+
+def test_a_grid_sweeps_the_rows_per_unit_or_refuses_by_name():
+    """Sweeping k makes one job per k, each protecting the unit at that k; k and another
+    parameter at once, or k without a unit column, are refused by name."""
+    from synth.privacy.unit import PrivacyUnit
+    from synth.sweep import UNIT_K
+
+    jobs = grid(["independent", "gsd"], [1.0], 2, unit=PrivacyUnit("person", 3), ks=[1, 5])
+    assert len(jobs) == 2 * 2 * 2
+    assert sorted({j.unit.max_rows for j in jobs}) == [1, 5]
+    assert {j.unit.column for j in jobs} == {"person"} and {j.param for j in jobs} == {UNIT_K}
+    assert all(j.unit == PrivacyUnit("person", 3) for j in grid(
+        ["independent"], [1.0], 1, unit=PrivacyUnit("person", 3)))
+    with pytest.raises(ParameterError, match="not both"):
+        grid(["gsd"], [1.0], 1, "rows", [10], unit=PrivacyUnit("person", 3), ks=[1])
+    with pytest.raises(ParameterError, match="privacy-unit column"):
+        grid(["gsd"], [1.0], 1, ks=[2])
