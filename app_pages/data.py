@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from synth.declarations import published, round_bounds, warnings
+from synth.errors import SynthError
 from synth.privacy.unit import PrivacyUnit, population
 from synth.schema import (
     CATEGORICAL,
@@ -156,11 +157,14 @@ with right:
     k = st.number_input("At most k rows per person", min_value=1, max_value=10_000, value=1,
                         step=1, key=state.mine("unit-k"), persist_state="session",
                         disabled=not unit_column)
-ds.unit = PrivacyUnit()
-with state.guard("Checking the privacy unit"):
-    unit = PrivacyUnit(unit_column or None, int(k) if unit_column else 1)
+unit = PrivacyUnit(unit_column or None, int(k) if unit_column else 1)
+try:
     people = population(ds.table, unit)
-    ds.unit = unit
+except SynthError as exc:  # no run may fall back to protecting rows: they wait for a fix
+    ds.unit, ds.unit_problem = PrivacyUnit(), f"The privacy unit is refused: {exc}."
+    st.error(ds.unit_problem, icon=":material/error:")
+else:
+    ds.unit, ds.unit_problem = unit, ""
     if unit.declared:
         st.caption(f"{people.units:,} people; at most {unit.max_rows} rows each keeps about "
                    f"{people.rows:,} of the {len(ds.table):,} rows (for you: the release says "
@@ -174,8 +178,7 @@ confirmed = not ds.base.proposed or st.checkbox(
 
 with state.guard("Updating the schema"):
     schema = replace(ds.base.declare_public(public), target=target)
-    leave = [*dropped, *([ds.unit.column] if ds.unit.declared and ds.unit.column not in
-                         dropped else [])]
+    leave = [*dropped, *([unit_column] if unit_column and unit_column not in dropped else [])]
     schema = schema.drop(leave) if leave else schema
     state.set_schema(schema.confirm() if confirmed else schema)
 

@@ -32,6 +32,10 @@ REFRESH = 1.0  # seconds between redraws of a live run's progress
 CURVES = 5.0  # and of its curves
 
 ds = layout.sidebar(watched="run")  # this page's live view sees the run end
+if ds.unit_problem:  # never a run that silently protects rows instead of people
+    st.error(f"{ds.unit_problem} Choose another column on the Data page.",
+             icon=":material/error:")
+    st.stop()
 st.title("Synthesize")
 schema = ds.schema
 tutorial = st.toggle("Tutorial: explain each control", key=f"{state.CHOICE}tutorial",
@@ -119,7 +123,7 @@ def noise_preview(method: str, params_json: str, people: Population, schema_json
 
 st.subheader("Before you spend anything")
 planned = budget = None
-people = population(runs.split(ds.table, schema, holdout)[0], ds.unit)
+people = population(runs.split(ds.table, schema, holdout, ds.unit)[0], ds.unit)
 rows = people.units
 for line in cautions(epsilon, delta, rows, "people" if ds.unit.declared else "rows"):
     st.warning(line, icon=":material/warning:")
@@ -144,7 +148,7 @@ if planned is not None and ds.unit.declared:
                                     key=state.mine("try-k")))
         with state.guard(f"Previewing k = {other}"):
             unit = PrivacyUnit(ds.unit.column, other)
-            them = population(runs.split(ds.table, schema, holdout)[0], unit)
+            them = population(runs.split(ds.table, schema, holdout, ds.unit)[0], unit)
             trial = runs.Run(method, schema, epsilon, delta, params, shares_given, seed,
                              rows=them, unit=unit)
             st.caption(f"At k = {other} the run would use {them.rows:,} of the rows "
@@ -206,7 +210,7 @@ def start() -> bool:
     """Start the planned run in the background, charged to the table's account; whether it
     started (a failure is shown)."""
     with state.guard("Starting the run"):
-        private, test = runs.split(ds.table, schema, holdout)
+        private, test = runs.split(ds.table, schema, holdout, unit=ds.unit)
         split_note = (f" {cls.share_param}={model.get_params()[cls.share_param]:g}"
                       if cls.share_param else "")
         seed_note = f" seed={seed}" if seed is not None else ""

@@ -37,6 +37,10 @@ COLUMNS = {  # the runs tables: figures for people (the CSV keeps every digit)
 
 
 ds = layout.sidebar(watched="sweep")  # this page's live view sees the sweep end
+if ds.unit_problem:  # never a run that silently protects rows instead of people
+    st.error(f"{ds.unit_problem} Choose another column on the Data page.",
+             icon=":material/error:")
+    st.stop()
 st.title("Trade-offs")
 st.caption("One run answers neither how much privacy to spend nor which method to trust; a "
            "sweep does. Every figure here compares synthetic tables with the real one: for "
@@ -96,7 +100,7 @@ delta = default_delta(synthesized_rows(people, ds.schema))  # split's train rows
 
 def start() -> bool:
     """Start the sweep in the background, every run charged to the table's account."""
-    train, test = split(ds.table, ds.schema)
+    train, test = split(ds.table, ds.schema, unit=ds.unit)
     job = runner.SweepJob(f"{ds.name}: sweep of {len(jobs)} runs", 0, max(epsilons),
                           total=len(jobs), table=table_key, key=key)
     rows = job.rows  # the thread appends here; the page reads it
@@ -162,7 +166,8 @@ if len(failed):
 st.subheader(f"{len(result)} runs")
 majority = real_tree = None
 if ds.schema.target is not None:
-    reference_scores = reference(table_key, *split(ds.table, ds.schema), ds.schema)
+    reference_scores = reference(f"{table_key} {ds.unit}",
+                                 *split(ds.table, ds.schema, unit=ds.unit), ds.schema)
     majority, real_tree = reference_scores["majority"], reference_scores["real_accuracy"]
 tabs = st.tabs(["Utility", "Fidelity", "Pareto front", "Runs"])
 with tabs[0]:

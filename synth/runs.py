@@ -35,13 +35,21 @@ if TYPE_CHECKING:  # scikit-learn comes with evaluation: only a run that measure
     from synth.evaluation import Fidelity
 
 
-def split(table: pd.DataFrame, schema: Schema, hold_out: bool = True
-          ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+def split(table: pd.DataFrame, schema: Schema, hold_out: bool = True,
+          unit: PrivacyUnit | None = None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """(rows to synthesize, held-out test rows or None). With a target column (utility needs
     one) and ``hold_out``, the protocol split's test sixth is held out and its train and
-    validation parts are synthesized; otherwise every row is synthesized."""
+    validation parts are synthesized; otherwise every row is synthesized.
+
+    With a privacy unit, whole units are held out, each by a hash of its own ID (about one
+    in six): a person's rows stay together, and changing one person changes only where that
+    person's rows go. (Shuffling rows would not do: the row count is private then, and one
+    person's rows would move everyone else's between the parts.)"""
     if not hold_out or schema.target is None:
         return table, None
+    if unit is not None and unit.declared and unit.column in table.columns:
+        test = pd.util.hash_pandas_object(table[unit.column], index=False).to_numpy() % 6 == 5
+        return (table[~test].reset_index(drop=True), table[test].reset_index(drop=True))
     train, validation, test = protocol_split(table)
     return pd.concat([train, validation], ignore_index=True), test
 

@@ -796,6 +796,10 @@ def test_a_privacy_unit_protects_people_from_the_data_page_to_the_ledger(app):
     labelled(app.multiselect, "Columns whose domain").set_value(["row", "group", "age"]).run()
     labelled(app.selectbox, "Column naming the person").set_value("row").run()
     assert any("'row' has a different value on every row" in e.value for e in app.error)
+    app.switch_page(SYNTH).run()  # nothing runs protecting rows instead of people
+    assert any("privacy unit is refused" in e.value for e in app.error)
+    assert not [b for b in app.button if b.label == "Run"]
+    app.switch_page("app_pages/data.py").run()
     labelled(app.selectbox, "Column naming the person").set_value("person").run()
     labelled(app.number_input, "At most k rows per person").set_value(3).run()
     assert not app.error, [e.value for e in app.error]

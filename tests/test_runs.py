@@ -88,3 +88,25 @@ def test_a_failed_measurement_keeps_the_release(sample):
     record = run(table, schema, "independent", 1.0, test=unscorable)
     assert schema.target in record.scores["error"]  # said, not raised
     assert len(record.synthetic) == len(table) and record.ledger["entries"]
+
+
+def test_a_unit_hold_out_keeps_people_whole_and_others_in_place():
+    """With a privacy unit the hold-out moves whole people, and giving one person more rows
+    moves no one else between the parts (shuffling rows would: the row count is private)."""
+    import pandas as pd
+
+    from synth.privacy.unit import PrivacyUnit
+    from synth.schema import infer_schema
+
+    rng = np.random.default_rng(5)
+    people = np.repeat([f"P{i}" for i in range(300)], rng.integers(1, 5, size=300))
+    table = pd.DataFrame({"person": people, "y": rng.choice(["a", "b"], len(people))})
+    schema = replace(infer_schema(table[["y"]]), target="y")
+    unit = PrivacyUnit("person", 3)
+    train, test = split(table, schema, unit=unit)
+    assert not set(train["person"]) & set(test["person"])
+    assert 0.1 < test["person"].nunique() / 300 < 0.25  # about one person in six
+    longer = pd.concat([table, table[table["person"] == "P0"]], ignore_index=True)
+    train2, test2 = split(longer, schema, unit=unit)
+    others = lambda part: set(part["person"]) - {"P0"}  # noqa: E731
+    assert others(train2) == others(train) and others(test2) == others(test)

@@ -38,6 +38,7 @@ class Dataset:
     schema: Schema  # the working schema: base plus the Data page's choices
     base: Schema  # inferred from the table, then edited column by column or loaded from a file
     unit: PrivacyUnit = field(default_factory=PrivacyUnit)  # whom a run protects
+    unit_problem: str = ""  # why the chosen unit column was refused: nothing may run then
 
 
 @dataclass(frozen=True)

@@ -123,9 +123,15 @@ def bound(table: pd.DataFrame, unit: PrivacyUnit) -> tuple[pd.DataFrame, np.ndar
     by name: the steward sees why, and nothing has been spent."""
     if not unit.declared:
         return table, np.arange(len(table))
-    codes = _units(table, unit)
-    keep = _at_most(codes, unit.max_rows, fresh_rng())
-    return table.drop(columns=[unit.column]).iloc[keep].reset_index(drop=True), codes[keep]
+    codes, rng = _units(table, unit), fresh_rng()
+    # kept rows in a random order, units renumbered at random: no position or label says
+    # where a unit sat in the file, so replacing one unit by a longer or shorter one moves
+    # no other unit's place (a published post-processing seed pairs DP-SGD's fakes, and
+    # DP-Select's sections, with positions)
+    keep = rng.permutation(_at_most(codes, unit.max_rows, rng))
+    label = rng.permutation(int(codes.max()) + 1)
+    return (table.drop(columns=[unit.column]).iloc[keep].reset_index(drop=True),
+            label[codes[keep]])
 
 
 def population(table: pd.DataFrame, unit: PrivacyUnit) -> Population:
