@@ -25,7 +25,9 @@ DEFAULT_MAX_BYTES = 200 * 1024 * 1024
 MISSING_TOKENS = frozenset({"", "NA", "N/A", "n/a", "NaN", "nan", "null", "NULL", "None", "#N/A"})
 DELIMITERS = ",;\t|"
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data"
-SAMPLES = {"census": "census_demo"}  # name shown to users -> file stem in sample_data/
+# name shown to users -> file stem in sample_data/ (the panel: several rows per person, for
+# the unit of protection; person_id is its unit column, left out of its schema)
+SAMPLES = {"census": "census_demo", "panel": "panel_demo"}
 
 Source = str | os.PathLike | bytes | bytearray | IO[bytes]
 
