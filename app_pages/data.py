@@ -146,17 +146,18 @@ st.markdown(
     "then covers **all of a person's rows**. At most *k* rows of each person are used, chosen "
     "at random; a person's other rows are left out. A larger k keeps more rows but needs more "
     "noise to hide a whole person. The column itself is never synthesized or released.")
-units = ["", *names]
+units = ["", *map(str, ds.table.columns)]  # the schema may leave an ID column out already
 state.among(state.mine("unit"), units)
 left, right = st.columns(2)
 with left:
     unit_column = st.selectbox(
         "Column naming the person (or household) of each row", units, key=state.mine("unit"),
-        persist_state="session", format_func=lambda c: c or "none: protect each row")
+        index=units.index(ds.unit.column or ""), persist_state="session",
+        format_func=lambda c: c or "none: protect each row")
 with right:
-    k = st.number_input("At most k rows per person", min_value=1, max_value=10_000, value=1,
-                        step=1, key=state.mine("unit-k"), persist_state="session",
-                        disabled=not unit_column)
+    k = st.number_input("At most k rows per person", min_value=1, max_value=10_000,
+                        value=ds.unit.max_rows, step=1, key=state.mine("unit-k"),
+                        persist_state="session", disabled=not unit_column)
 unit = PrivacyUnit(unit_column or None, int(k) if unit_column else 1)
 try:
     people = population(ds.table, unit)
@@ -169,6 +170,11 @@ else:
         st.caption(f"{people.units:,} people; at most {unit.max_rows} rows each keeps about "
                    f"{people.rows:,} of the {len(ds.table):,} rows (for you: the release says "
                    "neither number exactly).")
+        most = int(ds.table[unit.column].value_counts().max())
+        if unit.max_rows > most:
+            st.warning(f"No one has more than {most} rows here, so k = {unit.max_rows} keeps "
+                       f"no more rows than k = {most} but adds noise for rows no one has: "
+                       f"k = {most} keeps every row for less.", icon=":material/warning:")
     else:
         st.caption("Protecting each row: someone with several rows is protected more weakly.")
 
@@ -178,7 +184,8 @@ confirmed = not ds.base.proposed or st.checkbox(
 
 with state.guard("Updating the schema"):
     schema = replace(ds.base.declare_public(public), target=target)
-    leave = [*dropped, *([unit_column] if unit_column and unit_column not in dropped else [])]
+    leave = [*dropped, *([unit_column] if unit_column in names and unit_column not in dropped
+                         else [])]
     schema = schema.drop(leave) if leave else schema
     state.set_schema(schema.confirm() if confirmed else schema)
 

@@ -31,6 +31,9 @@ validation share), the rest are the test rows (utility's).
     python benchmarks/units.py [--seeds 3] [--epsilons 1] [--ks 1 2 5 10]
     python benchmarks/units.py --methods independent --record-level   # + the record level
 
+In benchmarks/results: units_panel.json and units_adult.json are the full runs (3 seeds,
+one dataset each, ``--datasets X --out``), units_quick.json a ``--quick`` run.
+
 ``--record-level`` adds a reference run per method without a unit (every row its own unit,
 all rows used: the weaker, record-level guarantee) as ``k = "record"``.
 """

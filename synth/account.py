@@ -4,7 +4,10 @@ A table is known by a fingerprint of its contents, the people in it
 (:func:`synth.data.fingerprint`): row order, column order and the file it came from do not
 matter, so a re-upload, a new schema or a run on a column
 subset charges the same account. Runs compose by **basic composition**: a table's total is the
-sum of its runs' (ε, δ), each run's own total as its ledger accounts it.
+sum of its runs' (ε, δ), each run's own total as its ledger accounts it. Each charge also
+names whom its run protected (a row, or a person of ≤ k rows: :class:`PrivacyUnit`), and the
+totals are kept per unit too: the sum over all runs bounds what one row's values gave away,
+while one person's loss is the sum of the runs that protected that unit only.
 
 A run **reserves** its whole budget before anything reads the table, in one transaction that
 checks the steward's lifetime limit, so two processes charging one table at once cannot both
@@ -38,10 +41,12 @@ import pandas as pd
 
 from synth.data import fingerprint
 from synth.errors import BudgetError, check_delta, check_epsilon
+from synth.privacy.unit import PrivacyUnit
 
 COMPOSITION = "basic composition across runs: a table's total is the sum of its runs' (ε, δ)"
 RUNNING, DONE, STOPPED = "running", "done", "stopped"  # a crashed run stays "running"
 UNBOUNDED = "no guarantee"  # a run whose ledger claims none: its ε is recorded as infinite
+ONE_ROW = PrivacyUnit()  # whom a run protects unless it names a unit
 SLACK = 1e-9  # relative: a limit spent exactly in several runs must not fail on rounding
 
 
@@ -62,6 +67,12 @@ class Usage:
     running: int  # reserved and not settled: still running, or crashed (counted in full)
     limit_epsilon: float | None
     limit_delta: float | None
+    by_unit: tuple[tuple[str, float, float], ...] = ()  # (whom it protected, ε, δ) per unit
+
+    @property
+    def mixed(self) -> bool:
+        """Whether some run protected a unit other than a row: then one total is not all."""
+        return any(unit != ONE_ROW.short for unit, _, _ in self.by_unit)
 
     @property
     def remaining(self) -> tuple[float, float]:
@@ -91,6 +102,11 @@ class Store:
                     epsilon REAL NOT NULL, delta REAL NOT NULL, status TEXT NOT NULL,
                     what TEXT NOT NULL, started REAL NOT NULL);
                 CREATE INDEX IF NOT EXISTS charges_key ON charges(key);""")
+            columns = {row[1] for row in db.execute("PRAGMA table_info(charges)")}
+            if "unit" not in columns:  # a file from before privacy units: its runs were rows'
+                db.execute(f"ALTER TABLE charges ADD COLUMN unit TEXT NOT NULL DEFAULT "
+                           f"'{ONE_ROW.short}'")
+                db.commit()
         finally:
             db.close()
 
@@ -147,9 +163,11 @@ class Store:
                        (float(epsilon), None if delta is None else float(delta), key))
             return _usage(db, key)
 
-    def reserve(self, key: str, name: str, epsilon: float, delta: float, what: str) -> int:
-        """Charge a run's whole (ε, δ) before it starts, or refuse, with what remains, when it
-        would pass the limit. Returns the charge's id for :meth:`settle`."""
+    def reserve(self, key: str, name: str, epsilon: float, delta: float, what: str,
+                unit: PrivacyUnit = ONE_ROW) -> int:
+        """Charge a run's whole (ε, δ), protecting ``unit``, before it starts, or refuse, with
+        what remains, when it would pass the limit. Returns the charge's id for
+        :meth:`settle`."""
         with self._transaction() as db:
             _ensure(db, key, name)
             usage = _usage(db, key)
@@ -162,9 +180,10 @@ class Store:
                     f"this run would spend ε={epsilon:g}, δ={delta:.3g} of table {name!r}, "
                     f"over its lifetime limit: {_words(usage)} remain")
             return db.execute(
-                "INSERT INTO charges (key, epsilon, delta, status, what, started) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (key, float(epsilon), float(delta), RUNNING, what, time.time())).lastrowid
+                "INSERT INTO charges (key, epsilon, delta, status, what, started, unit) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key, float(epsilon), float(delta), RUNNING, what, time.time(),
+                 unit.short)).lastrowid
 
     def settle(self, charge: int, epsilon: float, delta: float, status: str) -> None:
         """What the run spent, by its ledger; never more than it reserved. A run without a
@@ -195,8 +214,9 @@ class TableAccount:
         return self.store.usage(self.key) or Usage(self.key, self.name, 0.0, 0.0, 0, 0, None,
                                                    None)
 
-    def reserve(self, epsilon: float, delta: float, what: str) -> int:
-        return self.store.reserve(self.key, self.name, epsilon, delta, what)
+    def reserve(self, epsilon: float, delta: float, what: str,
+                unit: PrivacyUnit = ONE_ROW) -> int:
+        return self.store.reserve(self.key, self.name, epsilon, delta, what, unit)
 
     def set_limit(self, epsilon: float, delta: float | None = None) -> Usage:
         return self.store.set_limit(self.key, self.name, epsilon, delta)
@@ -218,7 +238,11 @@ def _usage(db: sqlite3.Connection, key: str) -> Usage | None:
     eps, delta, runs, running = db.execute(
         "SELECT COALESCE(SUM(epsilon), 0), COALESCE(SUM(delta), 0), COUNT(*), "
         "COALESCE(SUM(status = ?), 0) FROM charges WHERE key = ?", (RUNNING, key)).fetchone()
-    return Usage(key, row[0], float(eps), float(delta), int(runs), int(running), row[1], row[2])
+    by_unit = tuple((unit, float(e), float(d)) for unit, e, d in db.execute(
+        "SELECT unit, SUM(epsilon), SUM(delta) FROM charges WHERE key = ? GROUP BY unit "
+        "ORDER BY unit", (key,)))
+    return Usage(key, row[0], float(eps), float(delta), int(runs), int(running), row[1], row[2],
+                 by_unit)
 
 
 def _words(usage: Usage) -> str:

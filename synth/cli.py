@@ -438,8 +438,12 @@ def _usage_line(u: Usage) -> str:
         f"limit ε={u.limit_epsilon:g}" + ("" if u.limit_delta is None
                                            else f", δ={u.limit_delta:.3g}"))
     running = f", {u.running} running or interrupted (counted in full)" if u.running else ""
-    return (f"{u.name} [{u.key[:12]}]: spent ε={epsilon_text(u.epsilon)}, δ={u.delta:.3g}; "
+    line = (f"{u.name} [{u.key[:12]}]: spent ε={epsilon_text(u.epsilon)}, δ={u.delta:.3g}; "
             f"{limit}; {u.runs} run(s){running}")
+    if u.mixed:
+        line += "; by whom they protected: " + "; ".join(
+            f"{unit} ε={epsilon_text(e)}, δ={d:.3g}" for unit, e, d in u.by_unit)
+    return line
 
 
 def cmd_methods(args: argparse.Namespace) -> int:

@@ -146,7 +146,8 @@ class Run:
         ctx = FitContext(postprocessing_seed=self.postprocessing_seed) if ctx is None else ctx
         started = time.perf_counter()
         charge = None if self.account is None else self.account.reserve(
-            self.budget.epsilon, self.budget.delta, self.command)  # or refused: nothing read
+            self.budget.epsilon, self.budget.delta, self.command,
+            self.budget.unit)  # or refused: nothing read
         try:
             model = self.model.fit(table, schema, self.budget, ctx)
         except BaseException:

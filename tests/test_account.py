@@ -195,3 +195,41 @@ def test_a_sweep_charges_each_run_and_stops_being_charged_at_the_limit(sample, s
     assert rows["ledger_epsilon"].sum() == pytest.approx(1.0)
     usage = store.usage(account.key)
     assert usage.runs == 2 and usage.epsilon == pytest.approx(1.0)
+
+
+def test_the_account_keeps_totals_per_privacy_unit(tmp_path):
+    """Runs protecting rows and runs protecting people add up apart too: the overall sum
+    bounds a row's loss, a person's is the sum over that unit's runs only."""
+    from synth.privacy.unit import PrivacyUnit
+
+    store = Store(tmp_path / "account.sqlite")
+    person = PrivacyUnit("person", 3)
+    for eps, unit in ((0.5, PrivacyUnit()), (1.0, person), (0.25, person)):
+        charge = store.reserve("t", "t.csv", eps, 1e-6, "a run", unit)
+        store.settle(charge, eps, 1e-6, "done")
+    usage = store.usage("t")
+    assert usage.epsilon == pytest.approx(1.75)
+    totals = {unit: (e, d) for unit, e, d in usage.by_unit}
+    assert totals.keys() == {"one row", "one 'person' (≤ 3 rows)"}
+    assert totals["one 'person' (≤ 3 rows)"] == pytest.approx((1.25, 2e-6))
+    assert totals["one row"] == pytest.approx((0.5, 1e-6))
+
+
+def test_an_account_file_from_before_units_reads_its_runs_as_rows(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "account.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE tables (key TEXT PRIMARY KEY, name TEXT NOT NULL,
+                             limit_epsilon REAL, limit_delta REAL);
+        CREATE TABLE charges (id INTEGER PRIMARY KEY, key TEXT NOT NULL REFERENCES tables(key),
+                              epsilon REAL NOT NULL, delta REAL NOT NULL, status TEXT NOT NULL,
+                              what TEXT NOT NULL, started REAL NOT NULL);
+        INSERT INTO tables VALUES ('t', 't.csv', NULL, NULL);
+        INSERT INTO charges (key, epsilon, delta, status, what, started)
+            VALUES ('t', 0.7, 0.0, 'done', 'old run', 0);""")
+    db.commit()
+    db.close()
+    usage = Store(path).usage("t")
+    assert usage.by_unit == (("one row", pytest.approx(0.7), 0.0),)

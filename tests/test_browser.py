@@ -308,6 +308,43 @@ def test_a_live_dp_select_run_then_a_cancelled_one(page):
     assert "Traceback" not in page.content()
 
 
+def test_the_panel_sample_protects_each_person_through_to_the_ledger(page):
+    """The unit step in a real browser: the panel sample protects each person by default,
+    k is typed in (a k above everyone's row count is called out), and the run's ledger
+    states the person relation while no person ID reaches the downloaded files."""
+    page.get_by_text("census demo (bundled sample): 5,000 rows", exact=True).wait_for()
+    page.get_by_role("button", name="Use the panel sample (person-months)").click()
+    page.get_by_text("1,500 people; at most 3 rows each", exact=False).wait_for()
+    k = page.get_by_label("At most k rows per person", exact=True)
+    k.fill("30")
+    k.press("Enter")
+    page.get_by_text("No one has more than 24 rows here", exact=False).wait_for()
+    k.fill("2")
+    k.press("Enter")
+    page.get_by_text("1,500 people; at most 2 rows each", exact=False).wait_for()
+    shot(page, "unit.png")
+    page.get_by_role("link", name="Synthesize").click()
+    page.get_by_text("Laplace count", exact=False).first.wait_for()
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.get_by_role("button", name="Spend and run").click()
+    wait_while_progressing(page, page.get_by_text("1 finished run this session"),
+                           "the person-level release")
+    page.get_by_text("by whom the runs protected: one 'person_id' (≤ 2 rows)",
+                     exact=False).wait_for()
+    arrived = {}
+    page.on("download", lambda d: arrived.setdefault(d.suggested_filename, d))
+    for label in ("Synthetic table (CSV)", "Privacy ledger (JSON)"):
+        page.get_by_role("button", name=label).click()
+    wait_for_downloads(page, arrived, 2)
+    ledger = json.loads(Path(arrived["ledger.json"].path()).read_text())
+    assert "'person_id' (≤ 2 rows kept per unit" in ledger["relation"]
+    assert ledger["entries"][0]["stage"] == "rows"
+    released = Path(arrived["synth.csv"].path()).read_text() + json.dumps(ledger)
+    assert "person_id" not in released.splitlines()[0]
+    assert not re.search(r"P\d{5}", released)  # the panel's IDs: P00001 …
+    assert "Traceback" not in page.content()
+
+
 def test_bad_upload_shows_a_clear_message(page):
     page.get_by_text("census demo (bundled sample)").first.wait_for()
     page.get_by_test_id("stSidebarUserContent").locator("input[type=file]").set_input_files(

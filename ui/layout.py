@@ -24,10 +24,16 @@ def spent_words(usage: Usage) -> str:
     """The table's lifetime spending in a line: spent, and what remains under a limit."""
     spent = f"ε = {epsilon_text(usage.epsilon)}, δ = {usage.delta:.2g}"
     if usage.limit_epsilon is None:
-        return f"Privacy spent on this table, all runs: {spent} (no limit set)"
-    eps, _ = usage.remaining
-    return (f"Privacy spent on this table, all runs: {spent}; ε = {epsilon_text(eps)} of "
-            f"its limit {usage.limit_epsilon:g} remains")
+        words = f"Privacy spent on this table, all runs: {spent} (no limit set)"
+    else:
+        eps, _ = usage.remaining
+        words = (f"Privacy spent on this table, all runs: {spent}; ε = {epsilon_text(eps)} of "
+                 f"its limit {usage.limit_epsilon:g} remains")
+    if usage.mixed:
+        words += ("; by whom the runs protected: " + "; ".join(
+            f"{unit}, ε = {epsilon_text(e)}" for unit, e, _ in usage.by_unit)
+            + " (a person's loss sums only the runs protecting that person)")
+    return words
 
 
 def confirm_spending(ds: state.Dataset, epsilon: float, delta: float, what: str,
@@ -78,9 +84,10 @@ def sidebar(watched: str | None = None) -> state.Dataset:
                                    else encoding)
                 schema = infer_schema(table)
                 state.set_dataset(state.Dataset(upload.name, table, schema, schema))
-        if st.button("Use the bundled sample",
-                     disabled=state.dataset().name == state.SAMPLE_NAME):
-            state.reset_dataset()
+        for sample, label in (("census", "Use the census sample"),
+                              ("panel", "Use the panel sample (person-months)")):
+            if st.button(label, disabled=state.dataset().name == state.SAMPLES[sample][0]):
+                state.use_sample(sample)
         ds = state.dataset()
         announce(state.collect(), state.collect_sweep())  # ended while any page was open
         st.caption(f"**{ds.name}**: {len(ds.table):,} rows × {ds.table.shape[1]} columns")

@@ -24,6 +24,10 @@ from ui import runner
 log = logging.getLogger(__name__)
 
 SAMPLE_NAME = "census demo (bundled sample)"
+# The bundled samples (synth.data.SAMPLES): the name the app shows, and whom a run protects
+# until the Data page says otherwise (the panel's people have 1-24 rows each)
+SAMPLES = {"census": (SAMPLE_NAME, PrivacyUnit()),
+           "panel": ("panel demo: person-months (bundled sample)", PrivacyUnit("person_id", 3))}
 # Widget keys of the choices a page keeps for the session (Streamlit's persist_state): the
 # session's own (CHOICE), and the current table's or schema's (:func:`mine`)
 CHOICE, TABLE = "choice:", "table:"
@@ -53,15 +57,20 @@ class Run:
 
 
 @st.cache_data(show_spinner=False)
-def _sample() -> tuple[pd.DataFrame, Schema]:
-    return load_sample()
+def _sample(name: str) -> tuple[pd.DataFrame, Schema]:
+    return load_sample(name)
+
+
+def _sample_dataset(name: str) -> Dataset:
+    table, schema = _sample(name)
+    shown, unit = SAMPLES[name]
+    return Dataset(shown, table, schema, schema, unit)
 
 
 def dataset() -> Dataset:
-    """The current dataset; the bundled sample until the user uploads another."""
+    """The current dataset; the census sample until the user uploads another."""
     if "dataset" not in st.session_state:
-        table, schema = _sample()
-        st.session_state["dataset"] = Dataset(SAMPLE_NAME, table, schema, schema)
+        st.session_state["dataset"] = _sample_dataset("census")
     return st.session_state["dataset"]
 
 
@@ -107,10 +116,9 @@ def set_dataset(ds: Dataset) -> None:
         st.session_state.pop(key, None)
 
 
-def reset_dataset() -> None:
-    """Back to the bundled sample (an upload already read is not read again)."""
-    table, schema = _sample()
-    set_dataset(Dataset(SAMPLE_NAME, table, schema, schema))
+def use_sample(name: str) -> None:
+    """Switch to a bundled sample (an upload already read is not read again)."""
+    set_dataset(_sample_dataset(name))
 
 
 def set_schema(schema: Schema) -> None:

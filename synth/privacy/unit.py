@@ -71,6 +71,13 @@ class PrivacyUnit:
         return (f"replace one unit, all rows sharing a value of {self.column!r} ({rows} "
                 "kept per unit; the number of units is public)")
 
+    @property
+    def short(self) -> str:
+        """Whom a run protected, in a few words (the account's per-unit totals)."""
+        if not self.declared:
+            return "one row"
+        return f"one {self.column!r} (≤ {self.max_rows} row{'s' * (self.max_rows > 1)})"
+
     def to_dict(self) -> dict[str, Any]:
         return {"column": self.column, "max_rows": self.max_rows}
 
