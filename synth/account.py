@@ -5,9 +5,10 @@ A table is known by a fingerprint of its contents, the people in it
 matter, so a re-upload, a new schema or a run on a column
 subset charges the same account. Runs compose by **basic composition**: a table's total is the
 sum of its runs' (ε, δ), each run's own total as its ledger accounts it. Each charge also
-names whom its run protected (a row, or a person of ≤ k rows: :class:`PrivacyUnit`), and the
-totals are kept per unit too: the sum over all runs bounds what one row's values gave away,
-while one person's loss is the sum of the runs that protected that unit only.
+names whom its run protected (a row, or every row of one person: :class:`PrivacyUnit`'s
+column, whatever its k), and the totals are kept per unit too: the sum over all runs bounds
+what one row's values gave away; a person's is the sum of the runs protecting their column,
+with row-level runs counted by group privacy (see README).
 
 A run **reserves** its whole budget before anything reads the table, in one transaction that
 checks the steward's lifetime limit, so two processes charging one table at once cannot both
@@ -30,6 +31,7 @@ import hmac
 import math
 import os
 import secrets
+import shlex
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -100,15 +102,13 @@ class Store:
                 CREATE TABLE IF NOT EXISTS charges (
                     id INTEGER PRIMARY KEY, key TEXT NOT NULL REFERENCES tables(key),
                     epsilon REAL NOT NULL, delta REAL NOT NULL, status TEXT NOT NULL,
-                    what TEXT NOT NULL, started REAL NOT NULL);
+                    what TEXT NOT NULL, started REAL NOT NULL, unit TEXT NOT NULL);
                 CREATE INDEX IF NOT EXISTS charges_key ON charges(key);""")
-            columns = {row[1] for row in db.execute("PRAGMA table_info(charges)")}
-            if "unit" not in columns:  # a file from before privacy units: its runs were rows'
-                db.execute(f"ALTER TABLE charges ADD COLUMN unit TEXT NOT NULL DEFAULT "
-                           f"'{ONE_ROW.short}'")
-                db.commit()
         finally:
             db.close()
+        with self._transaction() as db:  # one process migrates; the others then see it done
+            if "unit" not in {row[1] for row in db.execute("PRAGMA table_info(charges)")}:
+                _add_units(db)
 
     def key(self, fingerprint: str) -> str:
         """The account's key for a table's fingerprint: an HMAC under this store's secret."""
@@ -223,6 +223,17 @@ class TableAccount:
 
     def settle(self, charge: int, epsilon: float, delta: float, status: str) -> None:
         self.store.settle(charge, epsilon, delta, status)
+
+
+def _add_units(db: sqlite3.Connection) -> None:
+    """Give a file written before the account kept units one: each charge's unit is read
+    back from its command (``--privacy-unit COLUMN``), else it protected rows."""
+    db.execute(f"ALTER TABLE charges ADD COLUMN unit TEXT NOT NULL DEFAULT '{ONE_ROW.short}'")
+    for charge, what in db.execute(
+            "SELECT id, what FROM charges WHERE what LIKE '%--privacy-unit %'").fetchall():
+        words = shlex.split(what)
+        unit = PrivacyUnit(words[words.index("--privacy-unit") + 1])
+        db.execute("UPDATE charges SET unit = ? WHERE id = ?", (unit.short, charge))
 
 
 def _ensure(db: sqlite3.Connection, key: str, name: str) -> None:

@@ -203,19 +203,21 @@ def test_the_account_keeps_totals_per_privacy_unit(tmp_path):
     from synth.privacy.unit import PrivacyUnit
 
     store = Store(tmp_path / "account.sqlite")
-    person = PrivacyUnit("person", 3)
-    for eps, unit in ((0.5, PrivacyUnit()), (1.0, person), (0.25, person)):
+    for eps, unit in ((0.5, PrivacyUnit()), (1.0, PrivacyUnit("person", 3)),
+                      (0.25, PrivacyUnit("person", 5))):  # both protect the whole person
         charge = store.reserve("t", "t.csv", eps, 1e-6, "a run", unit)
         store.settle(charge, eps, 1e-6, "done")
     usage = store.usage("t")
     assert usage.epsilon == pytest.approx(1.75)
     totals = {unit: (e, d) for unit, e, d in usage.by_unit}
-    assert totals.keys() == {"one row", "one 'person' (≤ 3 rows)"}
-    assert totals["one 'person' (≤ 3 rows)"] == pytest.approx((1.25, 2e-6))
+    assert totals.keys() == {"one row", "one 'person'"}
+    assert totals["one 'person'"] == pytest.approx((1.25, 2e-6))
     assert totals["one row"] == pytest.approx((0.5, 1e-6))
 
 
-def test_an_account_file_from_before_units_reads_its_runs_as_rows(tmp_path):
+def test_an_account_file_from_before_per_unit_totals_reads_each_runs_unit(tmp_path):
+    """Its charges' units are read back from their commands; a command naming none
+    protected rows."""
     import sqlite3
 
     path = tmp_path / "account.sqlite"
@@ -228,8 +230,12 @@ def test_an_account_file_from_before_units_reads_its_runs_as_rows(tmp_path):
                               what TEXT NOT NULL, started REAL NOT NULL);
         INSERT INTO tables VALUES ('t', 't.csv', NULL, NULL);
         INSERT INTO charges (key, epsilon, delta, status, what, started)
-            VALUES ('t', 0.7, 0.0, 'done', 'old run', 0);""")
+            VALUES ('t', 0.7, 0.0, 'done', 'python -m synth run t.csv --epsilon 0.7', 0),
+                   ('t', 1.0, 1e-6, 'done', 'python -m synth run t.csv --epsilon 1 '
+                    || '--privacy-unit ''person id'' --max-rows-per-unit 4', 0);""")
     db.commit()
     db.close()
     usage = Store(path).usage("t")
-    assert usage.by_unit == (("one row", pytest.approx(0.7), 0.0),)
+    assert usage.by_unit == (("one 'person id'", pytest.approx(1.0), pytest.approx(1e-6)),
+                             ("one row", pytest.approx(0.7), 0.0))
+    assert Store(path).usage("t").by_unit == usage.by_unit  # migrated once

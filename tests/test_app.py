@@ -844,22 +844,23 @@ def test_a_privacy_unit_protects_people_from_the_data_page_to_the_ledger(app):
 
 def test_the_panel_sample_protects_people_and_the_sidebar_totals_them_apart(app):
     """The bundled panel is a click away and protects each person (≤ 3 of their months) by
-    default; a k above everyone's row count is called out; after a person-level run the
-    sidebar splits the table's spending by whom it protected."""
+    default, without a visit to the Data page; after a person-level run the sidebar splits
+    the table's spending by whom it protected; a k above everyone's row count is called out."""
+    app.switch_page(SYNTH).run()
     next(b for b in app.sidebar.button if "panel sample" in b.label).click().run()
     assert not app.exception and not app.error, [e.value for e in app.error]
     ds = app.session_state["dataset"]
     assert ds.name.startswith("panel demo") and ds.unit == PrivacyUnit("person_id", 3)
+    run(app)
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    record = app.session_state["runs"][0].record
+    assert "'person_id' (≤ 3 rows" in record.ledger["relation"]
+    assert "person_id" not in record.synthetic.columns
+    said = " ".join(c.value for c in app.sidebar.caption)
+    assert "by whom the runs protected: one 'person_id', ε = 1" in said, said
     app.switch_page("app_pages/data.py").run()
     assert labelled(app.selectbox, "Column naming the person").value == "person_id"
     most = int(ds.table["person_id"].value_counts().max())
-    assert not app.warning or not any("No one has more than" in w.value for w in app.warning)
+    assert not any("No one has more than" in w.value for w in app.warning)
     labelled(app.number_input, "At most k rows per person").set_value(most + 1).run()
     assert any(f"No one has more than {most} rows" in w.value for w in app.warning)
-    labelled(app.number_input, "At most k rows per person").set_value(3).run()
-    app.switch_page(SYNTH).run()
-    run(app)
-    assert not app.exception and not app.error, [e.value for e in app.error]
-    assert "≤ 3 rows" in app.session_state["runs"][0].record.ledger["relation"]
-    said = " ".join(c.value for c in app.sidebar.caption)
-    assert "by whom the runs protected: one 'person_id' (≤ 3 rows), ε = 1" in said, said

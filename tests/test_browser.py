@@ -329,7 +329,7 @@ def test_the_panel_sample_protects_each_person_through_to_the_ledger(page):
     page.get_by_role("button", name="Spend and run").click()
     wait_while_progressing(page, page.get_by_text("1 finished run this session"),
                            "the person-level release")
-    page.get_by_text("by whom the runs protected: one 'person_id' (≤ 2 rows)",
+    page.get_by_text("by whom the runs protected: one 'person_id', ε = 1",
                      exact=False).wait_for()
     arrived = {}
     page.on("download", lambda d: arrived.setdefault(d.suggested_filename, d))

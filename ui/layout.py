@@ -31,8 +31,8 @@ def spent_words(usage: Usage) -> str:
                  f"its limit {usage.limit_epsilon:g} remains")
     if usage.mixed:
         words += ("; by whom the runs protected: " + "; ".join(
-            f"{unit}, ε = {epsilon_text(e)}" for unit, e, _ in usage.by_unit)
-            + " (a person's loss sums only the runs protecting that person)")
+            f"{unit}, ε = {epsilon_text(e)}, δ = {d:.2g}" for unit, e, d in usage.by_unit)
+            + " (see the README on what each bounds)")
     return words
 
 

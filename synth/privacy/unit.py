@@ -73,10 +73,9 @@ class PrivacyUnit:
 
     @property
     def short(self) -> str:
-        """Whom a run protected, in a few words (the account's per-unit totals)."""
-        if not self.declared:
-            return "one row"
-        return f"one {self.column!r} (≤ {self.max_rows} row{'s' * (self.max_rows > 1)})"
+        """Whom a run protected, in a few words (the account's per-unit totals). Not k: runs
+        protecting one person at different k all bound that person's loss, and add up."""
+        return f"one {self.column!r}" if self.declared else "one row"
 
     def to_dict(self) -> dict[str, Any]:
         return {"column": self.column, "max_rows": self.max_rows}
