@@ -842,10 +842,12 @@ def test_a_privacy_unit_protects_people_from_the_data_page_to_the_ledger(app):
     assert set(frame["param"]) == {"max_rows_per_unit"}
 
 
-def test_the_panel_sample_protects_people_and_the_sidebar_totals_them_apart(app):
+def test_the_panel_sample_protects_people_and_the_sidebar_totals_them_apart(app, tmp_path,
+                                                                          monkeypatch):
     """The bundled panel is a click away and protects each person (≤ 3 of their months) by
     default, without a visit to the Data page; after a person-level run the sidebar splits
     the table's spending by whom it protected; a k above everyone's row count is called out."""
+    monkeypatch.setenv("SYNTH_HOME", str(tmp_path))  # this test's own account
     app.switch_page(SYNTH).run()
     next(b for b in app.sidebar.button if "panel sample" in b.label).click().run()
     assert not app.exception and not app.error, [e.value for e in app.error]
