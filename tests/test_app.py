@@ -318,14 +318,15 @@ def test_gsd_runs_from_the_app_with_live_rounds(app):
 def test_composition_explorer_follows_the_steps(app):
     app.switch_page(SYNTH).run()
     app.selectbox[0].set_value("dpselect").run()
-    # the explorer starts at the selections DP-Select plans for the rows it will be given: the
-    # bundled sample less the held-out test sixth, at the page's budget
+    app.selectbox(key="param:dpselect:engine").set_value("rows").run()
+    # the explorer starts at the selections DP-Select's rows engine plans for the rows it will
+    # be given: the bundled sample less the held-out test sixth, at the page's budget
     table, schema = load_sample()
     rows = given(table)
     assert f"the row count ({rows:,})" in texts(app)
     delta = app.number_input[0].value
-    (select,) = [s for s in make("dpselect", {}).preview(rows, schema, Budget(1.0, delta))
-                 if s.stage == "select"]
+    (select,) = [s for s in make("dpselect", {"engine": "rows"}).preview(
+        rows, schema, Budget(1.0, delta)) if s.stage == "select"]
     steps = app.number_input(key=f"composition-steps:dpselect:{select.event.count}")
     assert steps.value == select.event.count
 
@@ -353,6 +354,7 @@ def test_composition_explorer_follows_the_steps(app):
 def test_the_preview_follows_the_budget_split(app):
     app.switch_page(SYNTH).run()
     app.selectbox[0].set_value("dpselect").run()
+    app.selectbox(key="param:dpselect:engine").set_value("rows").run()
     assert not app.exception and not app.error
 
     def per_pick() -> float:
@@ -367,7 +369,7 @@ def test_the_preview_follows_the_budget_split(app):
     rows, delta = given(table), app.number_input[0].value
 
     def package(gan_share: float) -> float:  # the package's plan for the same inputs
-        model = make("dpselect", {"gan_share": gan_share})
+        model = make("dpselect", {"gan_share": gan_share, "engine": "rows"})
         (select,) = [s for s in model.preview(rows, schema, Budget(1.0, delta))
                      if s.stage == "select"]
         return select.event.epsilon

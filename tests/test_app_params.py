@@ -34,8 +34,9 @@ def advanced(at):
 def test_dpselect_shows_engine_as_a_choice_and_hides_the_rest(page):
     page.selectbox[0].set_value("dpselect").run()
     engine = page.selectbox(key="param:dpselect:engine")
-    assert engine.options == ["rows", "ga"] and engine.value == "rows"
+    assert engine.options == ["measure", "rows", "ga"] and engine.value == "measure"
     assert engine.label == "Selection engine" and "DP simple GA" in engine.help
+    assert any("Gaussian, zCDP" in m.value for m in page.markdown)  # the measurements' σ
     inside = widgets(advanced(page))
     assert set(widgets(page)) - set(inside) == {"engine", "pool_multiplier", "epochs"}
     assert inside["distance"].options == list(DISTANCES)  # a select box, not free text

@@ -25,7 +25,7 @@ from synth.privacy.mechanisms import replayable_noise
 from synth.schema import prepare
 
 TINY = {"epochs": 0.5, "batch_size": 256}
-SELECT = {**TINY, "pool_multiplier": 3}
+SELECT = {**TINY, "pool_multiplier": 3, "engine": "rows"}  # the measure engine: its own file
 # the DP simple GA's default generations N_g at each tabulated ε (Humphries & Kerschbaum 2023,
 # §5; ../shared/notes/dp-simple-ga.md §3), and its default N_s = 10 parents
 PAPER_GENERATIONS = {10**-2: 10, 10**-1.5: 10, 10**-1: 20, 10**-0.5: 50, 1.0: 75,

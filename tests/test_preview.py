@@ -30,7 +30,7 @@ def test_independent_preview_is_the_event_the_fit_charges(sample):
 
 
 def test_dpselect_preview_is_the_events_the_fit_charges(sample):
-    preview, ledger = fitted("dpselect", sample, epochs=0.2)
+    preview, ledger = fitted("dpselect", sample, epochs=0.2, engine="rows")
     assert preview["gan"].event == ledger["gan"].event
     assert preview["select"].event == ledger["select"].event
     assert number(preview["select"].scale, "ε per selection = ") == pytest.approx(

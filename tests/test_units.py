@@ -190,12 +190,15 @@ def test_privacy_unit_declarations_are_checked():
     assert PrivacyUnit("person", 2.0).max_rows == 2
 
 
-@pytest.mark.parametrize("name", ["dpselect", "private_sampling"])
-def test_methods_without_a_unit_calibration_refuse_k_above_one(name):
-    """DP-Select and private sampling are calibrated for one row per unit only."""
+@pytest.mark.parametrize(("name", "params"), [
+    ("dpselect", {"engine": "rows"}), ("dpselect", {"engine": "ga"}), ("private_sampling", {})])
+def test_methods_without_a_unit_calibration_refuse_k_above_one(name, params):
+    """DP-Select's exponential-mechanism engines and private sampling are calibrated for one
+    row per unit only; DP-Select's measure engine counts over n̂ as GSD does."""
     with pytest.raises(ParameterError, match="2 rows"):
-        make(name).budget_for(Budget(1.0, 1e-5, unit=PrivacyUnit("person", 2)), SCHEMA)
-    make(name).budget_for(Budget(1.0, 1e-5, unit=PrivacyUnit("person", 1)), SCHEMA)
+        make(name, params).budget_for(Budget(1.0, 1e-5, unit=PrivacyUnit("person", 2)), SCHEMA)
+    make(name, params).budget_for(Budget(1.0, 1e-5, unit=PrivacyUnit("person", 1)), SCHEMA)
+    make("dpselect").budget_for(Budget(1.0, 1e-5, unit=PrivacyUnit("person", 2)), SCHEMA)
 
 
 # ---- sensitivities -----------------------------------------------------------------------

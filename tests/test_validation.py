@@ -145,8 +145,11 @@ def test_cross_parameter_rules_stay_explicit(private):
     for method, params, message in [
         ("dpselect", {"parents": 300}, r"parents \(N_s=300\) cannot exceed the population"),
         ("dpselect", {"engine": "ga", "distance": "l2"}, "l1 distance only"),
-        ("dpselect", {"sections": 10**6}, r"sections \(S=1000000\) cannot exceed the table"),
-        ("dpselect", {"pool_multiplier": 2.5}, r"candidates \(T\) must be an integer"),
+        ("dpselect", {"engine": "rows", "sections": 10**6},
+         r"sections \(S=1000000\) cannot exceed the table"),
+        ("dpselect", {"sections": 3}, "the measure engine measures the whole table"),
+        ("dpselect", {"engine": "rows", "pool_multiplier": 2.5},
+         r"candidates \(T\) must be an integer"),
         ("dpgan", {"batch_size": 10**6}, r"batch_size \(1000000\) must be smaller"),
         ("gsd", {"mutations": 0, "crossovers": 0}, r"mutations \+ crossovers must be ≥ 1"),
         ("gsd", {"queries": "cat2+cat9"}, "queries must be classes joined by '\\+'"),
@@ -180,13 +183,14 @@ def test_set_parses_by_the_declared_type():
     assert parse_settings(["queries=cat2+bt"], "gsd")[0] == {"queries": "cat2+bt"}
     with pytest.raises(ParameterError, match=r"^p_m must lie in \[0, 1\], got 2$"):
         parse_settings(["p_m=2"], "dpselect")
-    with pytest.raises(ParameterError, match=r"^engine must be one of 'rows', 'ga', got '3'$"):
+    with pytest.raises(ParameterError,
+                       match=r"^engine must be one of 'measure', 'rows', 'ga', got '3'$"):
         parse_settings(["engine=3"], "dpselect")
 
 
 @pytest.mark.parametrize(("setting", "message"), [
     ("p_c=2", r"p_c must lie in \[0, 1\], got 2"),
-    ("engine=genetic", r"engine must be one of 'rows', 'ga', got 'genetic'"),
+    ("engine=genetic", r"engine must be one of 'measure', 'rows', 'ga', got 'genetic'"),
     ("population=true", r"population \(N_p\) must be an integer, got True"),
 ])
 def test_the_cli_refuses_a_bad_setting_in_one_line(tmp_path, capsys, setting, message):

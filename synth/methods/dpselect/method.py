@@ -12,9 +12,12 @@ private table's (see :mod:`.rows`). Corrections to the thesis, after its notes:
   section is a separate selection under parallel composition, with the sensitivity of its own
   size, 2/n_s (G6); T candidates are distinct rows not chosen before (G5).
 
-Two engines choose the rows: ``rows`` picks them one at a time (the thesis), ``ga`` chooses a
-section's whole output at once with the DP simple GA (:mod:`synth.methods.dpselect.ga`), N_g·N_s + 1
-strong selections instead of n_s weak ones.
+Three engines choose the rows: ``measure`` spends the selection share on Gaussian
+measurements of the private table's 2-way marginals, chosen adaptively, and then weights the
+pool to fit them, which is post-processing (:mod:`synth.methods.dpselect.measure`); ``rows``
+picks the rows one at a time (the thesis); ``ga`` chooses a section's whole output at once with
+the DP simple GA (:mod:`synth.methods.dpselect.ga`), N_g·N_s + 1 strong selections instead of
+n_s weak ones.
 """
 
 from __future__ import annotations
@@ -28,11 +31,14 @@ import numpy as np
 import pandas as pd
 
 from synth.encoding import Discretizer, finalize
-from synth.errors import Cancelled, ParameterError, check_int
+from synth.errors import BudgetError, Cancelled, ParameterError, check_int
 from synth.methods.base import FitContext, NoiseScale, check_rows, resample
 from synth.methods.dpgan.method import DPGAN, GAN
 from synth.methods.dpselect.ga import select_subset
+from synth.methods.dpselect.measure import ROUNDS, measure_and_weight, measure_plan
 from synth.methods.dpselect.rows import DISTANCES, cells, select, top_pairs
+from synth.methods.dpselect.weights import resample as draw
+from synth.methods.gsd.method import selection_event
 from synth.privacy.budget import Budget
 from synth.privacy.composition import per_step_epsilon
 from synth.privacy.dpsga import GA_PARAMS, check_settings, default_generations
@@ -43,7 +49,7 @@ from synth.validation import Param, specs
 
 SELECT = "select"
 SELECTION_BINS = 10  # equal-width bins over public bounds for numeric columns (note G4)
-ENGINES = ("rows", "ga")
+ENGINES = ("measure", "rows", "ga")
 
 
 class DPSelect(DPGAN):
@@ -52,15 +58,19 @@ class DPSelect(DPGAN):
     Parameters
     ----------
     gan_share : fraction of the method's budget spent on the DP-GAN (the rest on selection).
-    pool_multiplier : pool size as a multiple of the private table's row count.
+    pool_multiplier : pool size as a multiple of the private table's row count (default 20,
+        and 4 for ``measure``, which weighs every pool row in every round).
     candidates : T, candidates per step of the ``rows`` engine (default: ``pool_multiplier``,
         note G3).
     sections : S, disjoint sections of the table and the pool (parallel composition); default
         5 for ``rows`` and 1 for ``ga``, whose cost does not grow with a section's size.
     distance : "l1" (default), "l2" or "kolmogorov" (the ``ga`` engine: "l1" only).
     marginal_fraction : share of all column pairs used, the top ones by mutual information.
-    engine : "rows" (one exponential-mechanism pick per output row) or "ga" (the DP simple GA
+    engine : "measure" (Gaussian measurements of marginals, then weights over the pool),
+        "rows" (one exponential-mechanism pick per output row) or "ga" (the DP simple GA
         chooses a section's whole output).
+    rounds : T, the ``measure`` engine's rounds of select and measure (default 40, fewer on
+        a small table, as Private-GSD's plan allows).
     generations, population, parents, p_c, p_m : the ``ga`` engine's N_g (default: the
         paper's table at the selection ε), N_p, N_s, crossover and per-gene mutation
         probabilities (p_m default 1/(n_s + 1)).
@@ -73,17 +83,23 @@ class DPSelect(DPGAN):
                "picks output rows with the exponential mechanism to match 2-way marginals.")
     paper = "Ebrahimianghazani 2023 (MMath thesis, Waterloo)"
     share_param = "gan_share"
-    accountants: ClassVar[Mapping[str, str]] = {GAN: "pld", SELECT: "bounded_range"}
     params: ClassVar[Mapping[str, Param]] = specs(
         Param("engine", str, choices=ENGINES, advanced=False, label="Selection engine",
-              help="rows: one exponential-mechanism pick per output row (the thesis); ga: "
+              help="measure: Gaussian measurements of the table's worst-matched 2-way "
+                   "marginals, then pool rows weighted to fit them (free post-processing); "
+                   "rows: one exponential-mechanism pick per output row (the thesis); ga: "
                    "the DP simple GA chooses a section's whole output at once."),
         Param("gan_share", float, low=0, high=1, low_open=True, high_open=True,
               label="GAN share", help="Fraction of the method's budget spent on training "
                                       "the DP-GAN; the rest pays for the selection."),
-        Param("pool_multiplier", float, low=1, advanced=False, label="Pool size (× rows)",
+        Param("pool_multiplier", float, low=1, optional=True, advanced=False,
+              label="Pool size (× rows)",
               help="The generator draws this many times the table's rows; the output is "
-                   "chosen from them. A smaller pool makes a quicker trial."),
+                   "chosen from them. Empty takes 4 for measure and 20 for rows and ga. A "
+                   "smaller pool makes a quicker trial."),
+        Param("rounds", int, low=1, optional=True, symbol="T", label="Rounds (measure)",
+              help="The measure engine's rounds, each picking and measuring one marginal; "
+                   f"empty takes {ROUNDS}, fewer on a small or narrow table."),
         Param("candidates", int, low=1, optional=True, symbol="T", label="Candidates per pick",
               help="Pool rows offered to each pick of the rows engine; empty takes the pool "
                    "multiplier."),
@@ -100,9 +116,10 @@ class DPSelect(DPGAN):
         *GA_PARAMS.values(),
         *DPGAN.params.values())
 
-    def __init__(self, gan_share: float = 0.2, pool_multiplier: float = 20,
-                 candidates: int | None = None, sections: int | None = None,
-                 distance: str = "l1", marginal_fraction: float = 0.1, engine: str = "rows",
+    def __init__(self, gan_share: float = 0.2, pool_multiplier: float | None = None,
+                 rounds: int | None = None, candidates: int | None = None,
+                 sections: int | None = None,
+                 distance: str = "l1", marginal_fraction: float = 0.1, engine: str = "measure",
                  generations: int | None = None, population: int = 200, parents: int = 10,
                  p_c: float = 0.5, p_m: float | None = None, epochs: float = 10.0,
                  batch_size: int = 128,
@@ -115,6 +132,7 @@ class DPSelect(DPGAN):
                          max_grad_norm=max_grad_norm, bins=bins, exact_integers=exact_integers)
         self.gan_share = gan_share
         self.pool_multiplier = pool_multiplier
+        self.rounds = rounds
         self.candidates = candidates
         self.sections = sections
         self.distance = distance
@@ -131,41 +149,64 @@ class DPSelect(DPGAN):
         share = self.params["gan_share"].check(self.gan_share)
         return {GAN: share, SELECT: 1 - share}
 
+    @property
+    def accountants(self) -> dict[str, str]:  # type: ignore[override]
+        """The selection's accountant: zCDP for Gaussian measurements and their picks,
+        bounded range for the exponential-mechanism engines."""
+        return {GAN: "pld", SELECT: "zcdp" if self.engine == "measure" else "bounded_range"}
+
     def check_unit(self, unit: PrivacyUnit) -> None:
-        if unit.max_rows > 1:
+        if unit.max_rows > 1 and self.engine != "measure":
             raise ParameterError(
                 f"DP-Select's selection is calibrated for one row per unit (its sections' "
                 f"sizes are public only then); it cannot protect units of up to "
-                f"{unit.max_rows} rows. Keep one row per unit or choose DP-GAN, Private-GSD "
-                "or independent marginals")
+                f"{unit.max_rows} rows. Keep one row per unit, choose the measure engine, or "
+                "choose DP-GAN, Private-GSD or independent marginals")
 
     def _check_rules(self, values: dict, population: Population | None,
                      schema: Schema | None) -> None:
         super()._check_rules(values, population, schema)
         n = None if population is None else population.rows
-        check_int(self._candidates, "candidates (T)")  # the default T is the pool multiplier
         check_settings(*(values[k] for k in GA_PARAMS))  # and parents ≤ population
+        if values["engine"] == "measure":
+            if values["sections"] is not None:
+                raise ParameterError("sections (S) split the rows and ga engines' selections; "
+                                     "the measure engine measures the whole table")
+        else:  # the default T is the pool multiplier
+            check_int(self._candidates, "candidates (T)")
         if n is not None and self._sections > n:
             raise ParameterError(f"sections (S={self._sections}) cannot exceed the table's "
                                  f"{n} rows")
         if n is not None and schema is not None:  # the pool is held in memory
-            check_rows(math.ceil(values["pool_multiplier"] * n), len(schema),
-                       "pool_multiplier × rows")
+            check_rows(self._pool_rows(n), len(schema), "pool_multiplier × rows")
         if values["engine"] == "ga" and values["distance"] != "l1":
             raise ParameterError(f"the ga engine scores outputs by the l1 distance only, got "
                                  f"distance={values['distance']!r}")
 
+    def _pool_rows(self, n: int) -> int:
+        multiplier = self.pool_multiplier
+        if multiplier is None:
+            multiplier = 4 if self.engine == "measure" else 20
+        return max(n, math.ceil(multiplier * n))
+
     @property
     def _candidates(self):
-        return self.pool_multiplier if self.candidates is None else self.candidates
+        if self.candidates is not None:
+            return self.candidates
+        return 20 if self.pool_multiplier is None else self.pool_multiplier
 
     @property
     def _sections(self):
+        if self.engine == "measure":
+            return 1
         return (5 if self.engine == "rows" else 1) if self.sections is None else self.sections
 
     def selections(self, n: int, epsilon: float) -> int:
         """How many selections of a section share the selection budget ``epsilon``: one per
-        output row for ``rows``, N_g·N_s + 1 for ``ga``, whatever the section's size."""
+        output row for ``rows``, N_g·N_s + 1 for ``ga``, whatever the section's size, and
+        T for ``measure`` (each followed by a Gaussian measurement)."""
+        if self.engine == "measure":
+            return ROUNDS if self.rounds is None else int(self.rounds)
         if self.engine == "ga":
             return self._generations(epsilon) * int(self.parents) + 1
         return math.ceil(n / self._sections)
@@ -181,6 +222,9 @@ class DPSelect(DPGAN):
 
     def _preview(self, population: Population, schema: Schema, budget: Budget
                  ) -> list[NoiseScale]:
+        if self.engine == "measure":
+            return [*super()._preview(population, schema, budget),
+                    *self._measure_preview(population, schema, budget)]
         n = population.rows
         event = self.select_event(n, *budget.allowance(SELECT))
         eps_s, n_s = event.epsilon, math.ceil(n / self._sections)
@@ -202,19 +246,41 @@ class DPSelect(DPGAN):
             f"{favour(n_s)} at the last, so late picks are close to uniform draws from the pool",
             event)]
 
+    def _measure_preview(self, population: Population, schema: Schema, budget: Budget
+                         ) -> list[NoiseScale]:
+        n, k = population.rows, population.max_rows
+        try:
+            rounds, rho, widest = measure_plan(population, schema, *budget.allowance(SELECT),
+                                               self.rounds, SELECT)
+        except (ParameterError, BudgetError) as exc:
+            return [NoiseScale(SELECT, "Gumbel selection + Gaussian", "impossible", str(exc))]
+        pick = selection_event(n, rho, 1, k)
+        sigma, gumbel = widest.sigma, 2 * pick.sensitivity / pick.epsilon
+        return [
+            NoiseScale(SELECT, "report-noisy-max (Gumbel), zCDP", describe(pick),
+                       f"each of {rounds} rounds picks the marginal the weighted pool matches "
+                       f"worst, with Gumbel noise of scale {gumbel:.2g} in max error", pick),
+            NoiseScale(SELECT, "Gaussian, zCDP", f"ρ per call = {rho:.3g}; {describe(widest)}",
+                       f"{rounds} marginals measured: every cell is a fraction of rows measured "
+                       f"within ±{sigma:.2g} (1 σ), i.e. ±{sigma * n:.3g} of the {n:,} rows; the "
+                       "pool's weights are then fitted to them, which costs nothing", widest)]
+
     def _generations(self, epsilon: float) -> int:
         return default_generations(epsilon) if self.generations is None else int(
             self.generations)
 
     def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
-        n = len(data)
+        n = self.population_.rows  # len(data) for one row per unit, n̂ for the measure engine
         self.discretizer_ = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
         self.prior_, self.table_ = self._train_gan(self.discretizer_.codes(data), ctx)
 
-        m = max(n, math.ceil(self.pool_multiplier * n))
+        m = self._pool_rows(n)
         ctx.stage("pool", 1, f"drawing a pool of {m:,} rows from the generator")
         pool = self.discretizer_.decode(self.sample_codes(m, self.rng_), self.rng_)
         ctx.progress("pool", 1, 1)
+        if self.engine == "measure":
+            self._measure(data, schema, pool, ctx)
+            return
         coarse = Discretizer(schema, bins=SELECTION_BINS)
         pool_codes, real_codes = coarse.codes(pool), coarse.codes(data)
         marginals, weights = top_pairs(pool_codes, coarse.sizes, self.marginal_fraction)
@@ -252,6 +318,24 @@ class DPSelect(DPGAN):
             raise
         picked = np.concatenate([p[c] for p, c in zip(pool_parts, chosen, strict=True)])
         self.synthetic_ = finalize(pool.iloc[picked].reset_index(drop=True), schema)
+
+    def _measure(self, data: pd.DataFrame, schema: Schema, pool: pd.DataFrame,
+                 ctx: FitContext) -> None:
+        """The measure engine: measured marginals, pool weights fitted to them, n rows drawn
+        by the weights (:mod:`.measure`)."""
+        def progress(t: int, rounds: int, worst: float, distance: float) -> None:
+            if t == 0:
+                ctx.stage(SELECT, rounds, f"{rounds} rounds: pick the worst-matched marginal, "
+                                          f"measure it, reweight the pool of {len(pool):,} rows")
+            ctx.progress(SELECT, t, rounds, max_error=worst, distance=distance)
+
+        result = measure_and_weight(self.ledger_, SELECT, schema, data, pool, self.population_,
+                                    self.rounds, progress)
+        self.measured_ = result.picked
+        self.pool_weights_ = result.weights
+        self.selection_distance_ = np.array(result.distance[-1:])
+        rows = draw(result.weights, self.population_.rows, self.rng_)
+        self.synthetic_ = finalize(pool.iloc[rows].reset_index(drop=True), schema)
 
     def _choose_rows(self, problem: _Problem, event: Exponential, ctx: FitContext,
                      done: list[int]):

@@ -25,15 +25,19 @@ from scipy import sparse
 
 from synth.errors import ParameterError
 
+MAX_MOVE = 1.0  # the most a step may change log wᵢ: one accepted step cannot collapse w
+
 
 @dataclass(frozen=True)
 class Fit:
-    """Fitted weights (summing to 1), the loss L before and after, and the steps taken."""
+    """Fitted weights (summing to 1), the loss L before and after, the steps taken, and the
+    step size reached (a warm start of a similar problem may begin there)."""
 
     weights: np.ndarray
     start_loss: float
     loss: float
     iterations: int
+    step: float = 1.0
 
 
 def incidence(cells: np.ndarray, width: int) -> sparse.csr_matrix:
@@ -49,12 +53,16 @@ def incidence(cells: np.ndarray, width: int) -> sparse.csr_matrix:
 
 def fit_weights(a: sparse.spmatrix, answers: np.ndarray, sigma: np.ndarray | float = 1.0,
                 prior: np.ndarray | None = None, iterations: int = 500,
-                tol: float = 1e-9) -> Fit:
+                tol: float = 1e-9, step: float = 1.0, floor: float = 0.0) -> Fit:
     """Minimise L(w) (module docstring) by entropic mirror descent from ``prior``.
 
     The step size adapts: a step that does not lower L is halved and retried, an accepted
-    one grows by half. It stops after ``iterations`` steps, or when a step lowers L by less
-    than ``tol`` relative to L."""
+    one grows by half, but no step moves any log wᵢ by more than ``MAX_MOVE`` (an early step
+    that lowers L by piling the mass on a few rows would otherwise be accepted); ``step`` is
+    the first one tried. It stops after ``iterations``
+    steps, when a step lowers L by less than ``tol`` relative to L, or once L ≤ ``floor``
+    (with noisy answers, the discrepancy principle: the truth itself has L ≈ one unit per
+    cell, so fitting much below that fits the noise)."""
     m, c = a.shape
     answers = np.asarray(answers, dtype=np.float64)
     if answers.shape != (c,):
@@ -71,11 +79,12 @@ def fit_weights(a: sparse.spmatrix, answers: np.ndarray, sigma: np.ndarray | flo
         return float(residual @ (inverse * residual)), residual
 
     start, residual = loss(w)
-    current, step, done = start, 1.0, 0
+    current, done = start, 0
     log_w = np.log(np.maximum(w, 1e-300))
-    while done < iterations and current > 0:
+    while done < iterations and current > floor:
         gradient = 2.0 * (a @ (inverse * residual))
         gradient -= gradient.min()  # a constant shift: the same step after normalising
+        step = min(step, MAX_MOVE / max(gradient.max(), 1e-300))
         while True:
             trial = log_w - step * gradient
             trial -= trial.max()
@@ -93,7 +102,7 @@ def fit_weights(a: sparse.spmatrix, answers: np.ndarray, sigma: np.ndarray | flo
         step *= 1.5
         if improved < tol:
             break
-    return Fit(w, start, current, done)
+    return Fit(w, start, current, done, step)
 
 
 def resample(weights: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:

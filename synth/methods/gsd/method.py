@@ -143,34 +143,8 @@ class GSD(Synthesizer):
 
     def _plan(self, population: Population, epsilon: float, delta: float, workloads: int,
               widest: float) -> tuple[int, int, float]:
-        """(T, S, ρ per mechanism call) for ``workloads`` candidates whose largest Δ₂ is
-        ``widest`` (in rows, for one row per unit), or a clear error. The default T is by ε,
-        but never more rounds than there are workloads to pick, nor so many that a
-        measurement's σ, k·widest/(n·√(2ρ')) with ρ' = ρ/(2TS), would exceed an answer's whole
-        range [0, 1]: on a tiny table the default measures fewer workloads, each with more
-        budget."""
-        if delta <= 0:
-            raise BudgetError("Private-GSD's Gaussian mechanism needs δ > 0 in the 'queries' "
-                              "share")
-        rho = dp_to_zcdp(epsilon, delta)
-        if self.one_shot:
-            return 1, workloads, rho / workloads
-        s = int(self.per_round)
-        if self.rounds is None:
-            rows = population.rows / population.max_rows  # n/k: the answers' scale
-            audible = rho * rows * rows / (s * widest * widest) if widest > 0 else math.inf
-            rounds = max(1, int(min(default_rounds(epsilon), workloads // s, audible)))
-        else:
-            rounds = int(self.rounds)
-        self._fits(rounds, s, workloads)
-        return rounds, s, rho / (2 * rounds * s)
-
-    @staticmethod
-    def _fits(rounds: int, per_round: int, workloads: int) -> None:
-        if rounds * per_round > workloads:
-            raise ParameterError(f"rounds × per_round = {rounds * per_round} exceeds the "
-                                 f"{workloads} workloads of this query set; no workload is "
-                                 "measured twice")
+        return plan(population, epsilon, delta, workloads, widest, self.rounds,
+                    int(self.per_round), bool(self.one_shot))
 
     def _check_rules(self, values: dict, population: Population | None,
                      schema: Schema | None) -> None:
@@ -184,7 +158,7 @@ class GSD(Synthesizer):
         workloads, _ = plan_size([c.kind == CATEGORICAL for c in schema], classes,
                                  values["levels"], values["random_queries"])
         if values["rounds"] is not None and not values["one_shot"]:
-            self._fits(values["rounds"], values["per_round"], workloads)
+            check_fits(values["rounds"], values["per_round"], workloads)
 
     def _preview(self, population: Population, schema: Schema, budget: Budget
                  ) -> list[NoiseScale]:
@@ -330,6 +304,38 @@ class _Rounds:
     def label(self, w: int) -> str:
         k, local = _locate(self.first, w)
         return f"{self.classes[k].kind}: {self.classes[k].labels[local]}"
+
+
+def plan(population: Population, epsilon: float, delta: float, workloads: int,
+         widest: float, rounds: int | None, per_round: int = 1, one_shot: bool = False,
+         stage: str = QUERIES, default: int | None = None) -> tuple[int, int, float]:
+    """(T, S, ρ per mechanism call) for ``workloads`` candidates whose largest Δ₂ is
+    ``widest`` (in rows, for one row per unit), or a clear error. The default T is
+    ``default``, else by ε (:func:`default_rounds`), but never more rounds than there are
+    workloads to pick, nor so many that a measurement's σ, k·widest/(n·√(2ρ')) with
+    ρ' = ρ/(2TS), would exceed an answer's whole range [0, 1]: on a tiny table the default
+    measures fewer workloads, each with more budget. ``stage`` names the budget share in errors."""
+    if delta <= 0:
+        raise BudgetError(f"the Gaussian mechanism needs δ > 0 in the {stage!r} share")
+    rho = dp_to_zcdp(epsilon, delta)
+    if one_shot:
+        return 1, workloads, rho / workloads
+    s = int(per_round)
+    if rounds is None:
+        rows = population.rows / population.max_rows  # n/k: the answers' scale
+        audible = rho * rows * rows / (s * widest * widest) if widest > 0 else math.inf
+        preferred = default_rounds(epsilon) if default is None else default
+        rounds = max(1, int(min(preferred, workloads // s, audible)))
+    check_fits(int(rounds), s, workloads)
+    return int(rounds), s, rho / (2 * int(rounds) * s)
+
+
+def check_fits(rounds: int, per_round: int, workloads: int) -> None:
+    """Refuse a plan that would measure some workload twice."""
+    if rounds * per_round > workloads:
+        raise ParameterError(f"rounds × per_round = {rounds * per_round} exceeds the "
+                             f"{workloads} workloads of this query set; no workload is "
+                             "measured twice")
 
 
 def _search_progress(ctx: FitContext, t: int, rounds: int, before: int, generation: int,
