@@ -34,7 +34,7 @@ from synth.methods.gsd.method import (
     select_workloads,
     selection_event,
 )
-from synth.methods.gsd.queries import Marginals, Space, build
+from synth.methods.gsd.queries import CHUNK, Marginals, Space, build
 from synth.privacy.budget import Ledger
 from synth.privacy.events import Gaussian
 from synth.privacy.mechanisms import gaussian
@@ -91,7 +91,7 @@ class _Pool:
                  n: int):
         self.classes = classes
         self.first = np.cumsum([0, *(len(q) for q in classes)])
-        self.cells = [q.cells(pool).astype(np.int32).T.copy() for q in classes]  # (S, m)
+        self.cells = [_cells(q, pool) for q in classes]
         # answers are fractions of the public n (n̂ with units; len(private) otherwise)
         self.true = [q.answers(private) * len(private) / n for q in classes]
         # which workload each slot belongs to, and how many slots each workload has
@@ -101,6 +101,7 @@ class _Pool:
                       zip(self.owner, classes, strict=True)]
 
     def answers(self, weights: np.ndarray) -> list[np.ndarray]:
+        """Every workload's answers on the pool weighted by ``weights``."""
         return [sum(np.bincount(c, weights=weights, minlength=q.size) for c in cells)
                 for q, cells in zip(self.classes, self.cells, strict=True)]
 
@@ -118,6 +119,15 @@ class _Pool:
     def locate(self, w: int) -> tuple[int, int]:
         k = int(np.searchsorted(self.first, w, side="right") - 1)
         return k, int(w - self.first[k])
+
+
+def _cells(q: Marginals, pool: np.ndarray) -> np.ndarray:
+    """(slots, m) cell of each pool row in each slot of ``q``, block by block: all at once,
+    the intermediate (m, slots, columns) arrays of a 90k-row pool take over 1 GB."""
+    out = np.empty((len(q.slots), len(pool)), dtype=np.int32)
+    for start in range(0, len(pool), CHUNK):
+        out[:, start:start + CHUNK] = q.cells(pool[start:start + CHUNK]).T
+    return out
 
 
 def measure_and_weight(ledger: Ledger, stage: str, schema: Schema, private: pd.DataFrame,

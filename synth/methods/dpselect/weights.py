@@ -48,7 +48,7 @@ def incidence(cells: np.ndarray, width: int) -> sparse.csr_matrix:
         raise ParameterError(f"cell ids must lie in [0, {width}), got "
                              f"[{cells.min()}, {cells.max()}]")
     return sparse.csr_matrix((np.ones(m * q, dtype=np.float64), cells.ravel(),
-                              np.arange(0, m * q + 1, q)), shape=(m, width))
+                              np.arange(0, m * q + 1, q, dtype=np.int32)), shape=(m, width))
 
 
 def fit_weights(a: sparse.spmatrix, answers: np.ndarray, sigma: np.ndarray | float = 1.0,
@@ -72,7 +72,7 @@ def fit_weights(a: sparse.spmatrix, answers: np.ndarray, sigma: np.ndarray | flo
     w = np.full(m, 1.0 / m) if prior is None else np.asarray(prior, dtype=np.float64)
     if w.shape != (m,) or (w < 0).any() or not np.isclose(w.sum(), 1.0):
         raise ParameterError(f"prior must be {m} non-negative weights summing to 1")
-    at = a.T.tocsr()
+    at = a.T  # a CSC view: no copy of A
 
     def loss(weights: np.ndarray) -> tuple[float, np.ndarray]:
         residual = at @ weights - answers
