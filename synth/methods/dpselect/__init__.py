@@ -1,5 +1,5 @@
 """DP-Select: a DP-GAN pool, then private selection of the output rows from it; one module
-per selection engine (``rows``, ``ga``)."""
+per selection engine (``measure``, with ``weights``; ``rows``; ``ga``)."""
 
 from synth.methods.dpselect.method import DPSelect
 

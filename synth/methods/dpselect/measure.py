@@ -34,7 +34,7 @@ from synth.methods.gsd.method import (
     select_workloads,
     selection_event,
 )
-from synth.methods.gsd.queries import CHUNK, Marginals, Space, build
+from synth.methods.gsd.queries import CHUNK, Marginals, Space, build, plan_size
 from synth.privacy.budget import Ledger
 from synth.privacy.events import Gaussian
 from synth.privacy.mechanisms import gaussian
@@ -63,14 +63,43 @@ def workloads(space: Space) -> list[Marginals]:
     return [one_way, *build(space, classes, np.random.default_rng(0), levels=LEVELS)]
 
 
+def workload_count(categorical: list[bool]) -> int:
+    """How many workloads :func:`workloads` makes, from the column kinds alone (a schema
+    whose categories are still to be learned has them)."""
+    if len(categorical) == 1:
+        return 1
+    classes = (["cat2"] if sum(categorical) >= 2 else []) + (
+        ["bt"] if not all(categorical) else [])
+    return len(categorical) + plan_size(categorical, classes, LEVELS)[0]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """T rounds, ρ per mechanism call, and each workload's Δ₂ as a fraction of n̂."""
+
+    rounds: int
+    rho: float
+    sensitivity: np.ndarray
+
+    @property
+    def widest(self) -> Gaussian:
+        """The measurement of the workload with the most noise."""
+        return measurement_event(float(self.sensitivity.max()), self.rho)
+
+
 def measure_plan(population: Population, schema: Schema, epsilon: float, delta: float,
-                 rounds: int | None, stage: str) -> tuple[int, float, Gaussian]:
-    """(T, ρ per call, the widest workload's measurement), from public facts only."""
+                 rounds: int | None, stage: str) -> Plan:
+    """The engine's plan from public facts only, or a clear error (before anything is spent:
+    DP-Select checks it before training its GAN)."""
     sens = np.concatenate([q.sensitivity for q in workloads(Space(schema))])
     t, _, rho = plan(population, epsilon, delta, len(sens), float(sens.max()), rounds,
                      stage=stage, default=ROUNDS)
-    k, n = population.max_rows, population.rows
-    return t, rho, measurement_event(float(sens.max()) * k / n, rho)
+    sens = sens * population.max_rows / population.rows
+    if (sens / np.sqrt(2 * rho)).min() >= 1:
+        raise BudgetError(f"ε = {epsilon:.3g} is too small to measure anything: the Gaussian "
+                          "noise exceeds the whole range [0, 1] of an answer. Raise ε or the "
+                          "selection's share")
+    return Plan(t, rho, sens)
 
 
 @dataclass
@@ -140,14 +169,8 @@ def measure_and_weight(ledger: Ledger, stage: str, schema: Schema, private: pd.D
     classes = workloads(space)
 
     n, k = population.rows, population.max_rows
-    sens = np.concatenate([q.sensitivity for q in classes]) * k / n
-    eps, delta = ledger.budget.allowance(stage)
-    t_max, _, rho = plan(population, eps, delta, len(sens), float(sens.max() * n / k), rounds,
-                         stage=stage, default=ROUNDS)
-    if (sens / np.sqrt(2 * rho)).min() >= 1:
-        raise BudgetError(f"ε = {eps:.3g} is too small to measure anything: the Gaussian noise "
-                          "exceeds the whole range [0, 1] of an answer. Raise ε or the "
-                          "selection's share")
+    planned = measure_plan(population, schema, *ledger.budget.allowance(stage), rounds, stage)
+    t_max, rho, sens = planned.rounds, planned.rho, planned.sensitivity
     data = _Pool(classes, space.encode(pool), space.encode(private), n)
     m = len(pool)
     weights = np.full(m, 1.0 / m)

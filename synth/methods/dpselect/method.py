@@ -2,8 +2,9 @@
 
 A share of the budget trains a :class:`~synth.methods.dpgan.DPGAN`; its generator draws a pool
 of ``pool_multiplier`` × n rows (post-processing, free). The output's n rows are then chosen
-from the pool by the exponential mechanism so that the chosen 2-way marginals approach the
-private table's (see :mod:`.rows`). Corrections to the thesis, after its notes:
+from the pool so that their marginals approach the private table's. The thesis chooses them
+by the exponential mechanism (the ``rows`` engine, :mod:`.rows`); corrections to it, after
+its notes:
 
 * the marginals and their weights come from mutual information **on the pool** (free), not on
   the private table, whose use was unaccounted (G1);
@@ -12,9 +13,9 @@ private table's (see :mod:`.rows`). Corrections to the thesis, after its notes:
   section is a separate selection under parallel composition, with the sensitivity of its own
   size, 2/n_s (G6); T candidates are distinct rows not chosen before (G5).
 
-Three engines choose the rows: ``measure`` spends the selection share on Gaussian
-measurements of the private table's 2-way marginals, chosen adaptively, and then weights the
-pool to fit them, which is post-processing (:mod:`synth.methods.dpselect.measure`); ``rows``
+Three engines choose the rows: ``measure`` (the default) spends the selection share on
+Gaussian measurements of the private table's marginals, chosen adaptively, and then weights
+the pool to fit them, which is post-processing (:mod:`synth.methods.dpselect.measure`); ``rows``
 picks the rows one at a time (the thesis); ``ga`` chooses a section's whole output at once with
 the DP simple GA (:mod:`synth.methods.dpselect.ga`), N_g·N_s + 1 strong selections instead of
 n_s weak ones.
@@ -35,16 +36,21 @@ from synth.errors import BudgetError, Cancelled, ParameterError, check_int
 from synth.methods.base import FitContext, NoiseScale, check_rows, resample
 from synth.methods.dpgan.method import DPGAN, GAN
 from synth.methods.dpselect.ga import select_subset
-from synth.methods.dpselect.measure import ROUNDS, measure_and_weight, measure_plan
+from synth.methods.dpselect.measure import (
+    ROUNDS,
+    measure_and_weight,
+    measure_plan,
+    workload_count,
+)
 from synth.methods.dpselect.rows import DISTANCES, cells, select, top_pairs
 from synth.methods.dpselect.weights import resample as draw
-from synth.methods.gsd.method import selection_event
+from synth.methods.gsd.method import check_fits, selection_event
 from synth.privacy.budget import Budget
 from synth.privacy.composition import per_step_epsilon
 from synth.privacy.dpsga import GA_PARAMS, check_settings, default_generations
 from synth.privacy.events import Exponential, describe, normalised_marginals_l1
 from synth.privacy.unit import Population, PrivacyUnit
-from synth.schema import Schema
+from synth.schema import CATEGORICAL, Schema
 from synth.validation import Param, specs
 
 SELECT = "select"
@@ -53,7 +59,7 @@ ENGINES = ("measure", "rows", "ga")
 
 
 class DPSelect(DPGAN):
-    """DP-GAN pool + exponential-mechanism selection of rows.
+    """DP-GAN pool + private selection of rows: by measured marginals, or picks.
 
     Parameters
     ----------
@@ -80,7 +86,7 @@ class DPSelect(DPGAN):
     name = "dpselect"
     title = "DP-Select"
     summary = ("Trains a DP-GAN on a small share of the budget, draws a large pool from it, then "
-               "picks output rows with the exponential mechanism to match 2-way marginals.")
+               "chooses output rows from the pool to match privately measured marginals.")
     paper = "Ebrahimianghazani 2023 (MMath thesis, Waterloo)"
     share_param = "gan_share"
     params: ClassVar[Mapping[str, Param]] = specs(
@@ -166,12 +172,16 @@ class DPSelect(DPGAN):
     def _check_rules(self, values: dict, population: Population | None,
                      schema: Schema | None) -> None:
         super()._check_rules(values, population, schema)
-        n = None if population is None else population.rows
+        # the pool's memory bound from public facts: n, or k·U for units (n̂ comes later)
+        n = None if population is None else population.units * population.max_rows
         check_settings(*(values[k] for k in GA_PARAMS))  # and parents ≤ population
         if values["engine"] == "measure":
             if values["sections"] is not None:
                 raise ParameterError("sections (S) split the rows and ga engines' selections; "
                                      "the measure engine measures the whole table")
+            if values["rounds"] is not None and schema is not None:
+                check_fits(values["rounds"], 1,
+                           workload_count([c.kind == CATEGORICAL for c in schema]))
         else:  # the default T is the pool multiplier
             check_int(self._candidates, "candidates (T)")
         if n is not None and self._sections > n:
@@ -250,10 +260,11 @@ class DPSelect(DPGAN):
                          ) -> list[NoiseScale]:
         n, k = population.rows, population.max_rows
         try:
-            rounds, rho, widest = measure_plan(population, schema, *budget.allowance(SELECT),
-                                               self.rounds, SELECT)
+            planned = measure_plan(population, schema, *budget.allowance(SELECT), self.rounds,
+                                   SELECT)
         except (ParameterError, BudgetError) as exc:
             return [NoiseScale(SELECT, "Gumbel selection + Gaussian", "impossible", str(exc))]
+        rounds, rho, widest = planned.rounds, planned.rho, planned.widest
         pick = selection_event(n, rho, 1, k)
         sigma, gumbel = widest.sigma, 2 * pick.sensitivity / pick.epsilon
         return [
@@ -271,6 +282,9 @@ class DPSelect(DPGAN):
 
     def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
         n = self.population_.rows  # len(data) for one row per unit, n̂ for the measure engine
+        if self.engine == "measure":  # refuse an impossible plan before the GAN spends
+            measure_plan(self.population_, schema, *self.ledger_.budget.allowance(SELECT),
+                         self.rounds, SELECT)
         self.discretizer_ = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
         self.prior_, self.table_ = self._train_gan(self.discretizer_.codes(data), ctx)
 
