@@ -91,8 +91,9 @@ class DPSelect(DPGAN):
     share_param = "gan_share"
     params: ClassVar[Mapping[str, Param]] = specs(
         Param("engine", str, choices=ENGINES, advanced=False, label="Selection engine",
-              help="measure: Gaussian measurements of the table's worst-matched 2-way "
-                   "marginals, then pool rows weighted to fit them (free post-processing); "
+              help="measure: Gaussian measurements of the table's worst-matched marginals "
+                   "(1- and 2-way), then pool rows weighted to fit them (free "
+                   "post-processing); "
                    "rows: one exponential-mechanism pick per output row (the thesis); ga: "
                    "the DP simple GA chooses a section's whole output at once."),
         Param("gan_share", float, low=0, high=1, low_open=True, high_open=True,
