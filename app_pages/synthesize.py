@@ -110,6 +110,13 @@ explain("Held-out rows are never shown to the method, so the accuracy of a model
         "synthetic table and tested on them is an honest estimate.")
 
 
+def about(seconds: float) -> str:
+    """A duration as a person would say it: 20 s, 3 min."""
+    if seconds < 90:
+        return f"{max(5, round(seconds / 5) * 5):.0f} s"
+    return f"{round(seconds / 60):.0f} min"
+
+
 @st.cache_data(show_spinner="Working out the noise…", max_entries=64)
 def noise_preview(method: str, params_json: str, people: Population, schema_json: str,
                   epsilon: float, delta: float, shares_json: str, unit: PrivacyUnit
@@ -141,6 +148,11 @@ with state.guard("Planning the budget"):
                f"{people.units:,} people and the {people.rows:,} rows kept at k = "
                f"{ds.unit.max_rows} (the run estimates the latter privately)")
     st.caption(f"Worked out from the schema and {counted} only: nothing is spent.")
+    seconds = model.duration(people, schema, budget)
+    if seconds is not None:
+        st.info(f"Expected to take about {about(seconds)} on 2 cores (the benchmarks' machine; "
+                "longer on a busy one). The run shows its progress as it goes.",
+                icon=":material/schedule:")
 if planned is not None and ds.unit.declared:
     with st.expander("Try another k: what a different bound on rows per person would cost"):
         other = int(st.number_input("k for this preview only", min_value=1, max_value=10_000,

@@ -37,6 +37,7 @@ def test_dpselect_shows_engine_as_a_choice_and_hides_the_rest(page):
     assert engine.options == ["measure", "rows", "ga"] and engine.value == "measure"
     assert engine.label == "Selection engine" and "DP simple GA" in engine.help
     assert any("Gaussian, zCDP" in m.value for m in page.markdown)  # the measurements' σ
+    assert any("Expected to take about" in box.value for box in page.info)  # before a run
     inside = widgets(advanced(page))
     assert set(widgets(page)) - set(inside) == {"engine", "pool_multiplier", "epochs"}
     assert inside["distance"].options == list(DISTANCES)  # a select box, not free text
@@ -47,6 +48,7 @@ def test_dpselect_shows_engine_as_a_choice_and_hides_the_rest(page):
     page.selectbox(key="param:dpselect:engine").set_value("ga").run()
     assert not page.exception and any("selections per section" in m.value
                                       for m in page.markdown)
+    assert not any("Expected to take" in box.value for box in page.info)  # no cost model
 
 
 @pytest.mark.parametrize("method", list(METHODS))

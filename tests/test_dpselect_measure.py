@@ -103,7 +103,18 @@ def test_support_rows_follow_the_measured_one_way_marginals():
     assert low.mean() == pytest.approx(0.5, abs=0.02)
     assert set(rows.loc[low, "x"]) == {0.0}  # the GAN's atom, not values smeared over [0, 1.9)
     high = rows.loc[~low, "x"]  # no pool value there: uniform whole numbers in [30, 31.9)
-    assert set(high) <= {30.0, 31.0, 32.0} and high.nunique() >= 2
+    assert set(high) == {30.0, 31.0}
+
+
+def test_the_default_rounds_keep_every_candidates_noise_within_an_answers_range(sample):
+    """Rounds share ρ with the up-front measurements: on a small table the default plan
+    takes fewer, so that no candidate's σ exceeds an answer's whole range [0, 1]."""
+    _, schema = sample
+    for rows in (150, 600, 4_000):
+        planned = measure.measure_plan(Population(rows, rows), schema, 0.7, 1e-5, None, "select")
+        rest = np.delete(planned.sensitivity, planned.fixed)
+        assert planned.rounds == 1 or rest.max() / math.sqrt(2 * planned.rho) < 1, rows
+    assert planned.rounds == measure.ROUNDS  # a table of thousands keeps them all
 
 
 def test_the_rounds_candidates_are_counted_from_the_kinds_alone(sample):
@@ -121,6 +132,23 @@ def test_the_rounds_candidates_are_counted_from_the_kinds_alone(sample):
         assert sum(len(q) for q in classes) == len(keep) + pairs
         assert measure.candidate_count([c.kind == "categorical" for c in sub],
                                        target) == len(keep) + pairs - len(fixed)
+
+
+def test_the_duration_shown_before_a_run_grows_with_the_work(sample):
+    """From public facts only: more rows, more epochs or a larger pool take longer; DP-Select
+    trains the same GAN as DP-GAN and then selects; no estimate where there is no model."""
+    _, schema = sample
+    budget = Budget(1.0, 1e-5)
+
+    def seconds(method: str, rows: int = 4_000, **params) -> float | None:
+        return make(method, params).duration(rows, schema, budget)
+
+    assert 0 < seconds("dpselect") < seconds("dpselect", 40_000)
+    assert seconds("dpselect", epochs=20) > seconds("dpselect")
+    assert seconds("dpselect", pool_multiplier=20) > seconds("dpselect")
+    assert seconds("dpgan") < seconds("dpselect")
+    assert seconds("dpgan", epochs=20) > seconds("dpgan")
+    assert seconds("dpselect", engine="rows") is None and seconds("independent") is None
 
 
 def test_a_cancel_leaves_only_what_ran_on_the_ledger(sample):

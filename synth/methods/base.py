@@ -281,6 +281,21 @@ class Synthesizer:
                  ) -> list[NoiseScale]:
         return []
 
+    def duration(self, n: int | Population, schema: Schema, budget: Budget) -> float | None:
+        """Seconds a fit of an ``n``-row table should take on 2 cores (the benchmarks'
+        machine), from the public schema and row count only, so that it can be shown before a
+        run; None where a fit takes seconds, or the method has no cost model. A busy machine
+        takes longer."""
+        check_schema(schema)
+        budget = self.budget_for(budget, schema)
+        population = Population.of(n, budget.unit)
+        self.check_params(population, missing.model_schema(schema))
+        return self._duration(population, missing.model_schema(schema), budget)
+
+    def _duration(self, population: Population, schema: Schema, budget: Budget
+                  ) -> float | None:
+        return None
+
     def fit(self, table: pd.DataFrame, schema: Schema, budget: Budget,
             ctx: FitContext | None = None) -> Synthesizer:
         ctx = FitContext() if ctx is None else ctx

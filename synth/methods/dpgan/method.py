@@ -35,6 +35,11 @@ from synth.validation import Param, specs
 
 GAN = "gan"
 MAX_SGD_EPSILON = 1e3  # DP-Select at ε = 1e4 (its GAN share 2,000) ran in 21 s; 2e5 hung
+# The cost model behind the duration shown before a run, on 2 cores: 1,700 critic steps on
+# Adult took 44-75 s (median 55; benchmarks/results/dpselect_measure.json), 330 on the bundled
+# sample 8-9 s; the rest of a fit (preparing the table, importing torch) took about 5 s.
+STEP_SECONDS = 0.033
+START_SECONDS = 5.0
 
 
 class DPGAN(Synthesizer):
@@ -145,6 +150,12 @@ class DPGAN(Synthesizer):
             f"{event.steps:,} critic steps on batches of ~{q * n:.0f} {what}: each step's summed "
             f"gradient (at most {q * n:.0f} C) gets noise of std {sigma:.2g} C per coordinate; "
             f"replacing {one} moves it by at most 2C", event)]
+
+    def _duration(self, population: Population, schema: Schema, budget: Budget) -> float:
+        """The critic's steps at the seconds one took on Adult (the default network sizes;
+        larger ones take longer), and the fit's other work."""
+        steps = math.ceil(self.epochs * math.ceil(population.units / self.batch_size))
+        return START_SECONDS + STEP_SECONDS * steps
 
     def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
         self.discretizer_ = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)

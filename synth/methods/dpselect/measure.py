@@ -1,12 +1,13 @@
 """DP-Select's measure engine: measure the private table's marginals, then weight the pool.
 
 The selection share buys Gaussian measurements of marginals. First every column's own
-(1-way) marginal is measured, and rows whose columns are drawn independently from those
-measurements join the pool (:func:`support_rows`): a GAN trained on a sliver of a small
-table's budget misses much of the table's support, and no weighting of its rows can put mass
-where it drew none. Then Private-GSD's 2-way workloads (categorical pairs, and binary-tree
-range marginals of every pair with a numeric column, :mod:`synth.methods.gsd.queries`) are
-measured adaptively. Each of T rounds
+(1-way) marginal and, when the schema declares a target, every pair with it are measured
+(:func:`upfront`), and rows whose columns are drawn independently from the 1-way measurements
+join the pool (:func:`support_rows`): a GAN trained on a sliver of a small table's budget
+misses much of the table's support, and no weighting of its rows can put mass where it drew
+none. Then Private-GSD's other 2-way workloads (categorical pairs, and binary-tree range
+marginals of every pair with a numeric column, :mod:`synth.methods.gsd.queries`) are measured
+adaptively. Each of T rounds
 
 1. picks the workload the weighted pool answers worst, by report-noisy-max over max errors;
 2. measures it with the Gaussian mechanism (left unclipped: clipping at 0 biases every
@@ -17,8 +18,8 @@ measured adaptively. Each of T rounds
 
 The output's rows are then drawn from the pool by the weights. Privacy is Private-GSD's:
 answers are fractions of the public n (n̂ under units of up to k rows), each selection is the
-exponential mechanism at ε₀ = √(8ρ') and each measurement ρ'-zCDP with ρ' = ρ/(d + 2T) for d
-columns, ρ from the share's (ε, δ); T as :func:`synth.methods.gsd.method.plan` allows. Every
+exponential mechanism at ε₀ = √(8ρ') and each measurement ρ'-zCDP with ρ' = ρ/(F + 2T) for F
+workloads measured up front, ρ from the share's (ε, δ); T as :func:`measure_plan` allows. Every
 call is charged to the ledger before it runs, so a stopped run's ledger holds exactly what
 ran.
 """
@@ -56,13 +57,14 @@ ROUNDS = 40
 ROUND_STEPS = 10  # mirror-descent steps after each measurement (warm-started)
 FINAL_STEPS = 200  # and after the last one
 FLOOR = 1.0  # stop a fit at L ≤ FLOOR × measured cells (the discrepancy principle)
-SUPPORT = 1.0  # rows drawn from the measured 1-way marginals, as a multiple of the GAN's pool
+# rows drawn from the measured 1-way marginals, as a multiple of the GAN's pool (on the sample,
+# 2 scored within the runs' spread of 1)
+SUPPORT = 1.0
 
 
 def workloads(space: Space) -> list[Marginals]:
-    """The marginals measured, from the public schema: every column's own (the first d
-    workloads, all measured), then the candidates for the rounds: categorical pairs, and
-    pairs with a numeric column."""
+    """The marginals that may be measured, from the public schema: every column's own (the
+    first d workloads), then the pairs: categorical pairs, and pairs with a numeric column."""
     one_way = Marginals(space, [(j,) for j in range(space.d)], levels=LEVELS, kind="1-way")
     if space.d == 1:
         return [one_way]
@@ -80,9 +82,8 @@ def upfront(schema: Schema, classes: list[Marginals]) -> list[int]:
     target = schema.names.index(schema.target)
     first = len(schema)
     for q in classes[1:]:
-        starts = [s.offset for s in q.slots]
-        ids += [first + w for w in range(len(q))
-                if target in q.slots[starts.index(q.bounds[w])].cols]
+        cols = {s.offset: s.cols for s in q.slots}  # a workload's first slot has its columns
+        ids += [first + w for w in range(len(q)) if target in cols[q.bounds[w]]]
         first += len(q)
     return ids
 
@@ -108,6 +109,15 @@ class Plan:
     rounds: int
     rho: float
     sensitivity: np.ndarray
+    slots: np.ndarray  # each workload's slots (levels): its share of the fit's work
+
+    @property
+    def work(self) -> float:
+        """Slots the fit weighs the pool against by the last round (the candidates' mean
+        for the picked ones): what the engine's time grows with, times the pool's rows."""
+        rest = np.delete(self.slots, self.fixed)
+        return float(self.slots[self.fixed].sum() + self.rounds * (rest.mean() if len(rest)
+                                                                   else 0.0))
 
     @property
     def widest(self) -> Gaussian:
@@ -132,13 +142,20 @@ def measure_plan(population: Population, schema: Schema, epsilon: float, delta: 
         rest = np.delete(sens, fixed)
         t = plan(population, epsilon, delta, len(rest), float(rest.max()), rounds,
                  stage=stage, default=ROUNDS)[0]
-    rho = dp_to_zcdp(epsilon, delta) / (len(fixed) + 2 * t)
     sens = sens * population.max_rows / population.rows
+    total = dp_to_zcdp(epsilon, delta)
+    if rounds is None:  # no more rounds than leave the widest candidate's noise within [0, 1]
+        widest = float(np.delete(sens, fixed).max()) if t else 0.0
+        while t > 1 and widest / math.sqrt(2 * total / (len(fixed) + 2 * t)) >= 1:
+            t -= 1
+    rho = total / (len(fixed) + 2 * t)
     if (sens / np.sqrt(2 * rho)).min() >= 1:
         raise BudgetError(f"ε = {epsilon:.3g} is too small to measure anything: the Gaussian "
                           "noise exceeds the whole range [0, 1] of an answer. Raise ε or the "
                           "selection's share")
-    return Plan(fixed, t, rho, sens)
+    slots = np.concatenate([np.diff(np.searchsorted([s.offset for s in q.slots], q.bounds))
+                            for q in classes])
+    return Plan(fixed, t, rho, sens, slots)
 
 
 @dataclass
@@ -228,9 +245,15 @@ def support_rows(space: Space, one_way: Marginals, answers: np.ndarray, pool: np
         count = np.searchsorted(cells, cell, side="right") - first
         mine = drawn[np.minimum(first + np.floor(rng.random(m) * count).astype(np.int64),
                                 len(drawn) - 1)]
-        x = np.where(count > 0, mine, (cell + rng.random(m)) / bins)
-        value = col.lower + x * (col.upper - col.lower)
-        data[col.name] = np.round(value) if col.integer else value
+        width = col.upper - col.lower
+        value = col.lower + np.where(count > 0, mine, (cell + rng.random(m)) / bins) * width
+        if col.integer:  # a whole number inside the interval, where it holds one
+            low = np.ceil(col.lower + cell / bins * width)
+            high = np.where(cell == bins - 1, col.upper,
+                            np.ceil(col.lower + (cell + 1) / bins * width) - 1)
+            whole = low + np.floor(rng.random(m) * (high - low + 1))
+            value = np.where((count == 0) & (high >= low), whole, np.round(value))
+        data[col.name] = value
     return pd.DataFrame(data)
 
 

@@ -60,6 +60,11 @@ ENGINES = ("measure", "rows", "ga")
 # each), a pool of 2n gave tree accuracy 0.743 and 2-way TVD 0.081 (medians), 4n 0.781 and
 # 0.075, in 11-16 s against 15-22 s.
 MIN_POOL = 20_000
+# The measure engine's seconds per pool row and slot measured, on 2 cores (the duration shown
+# before a run): Adult (86,828 rows by 228 slots) took 14-45 s, median 38, for drawing the pool
+# and selecting (benchmarks/results/dpselect_measure.json). The bundled sample (40,000 by 189)
+# took 5-6 s: its noisier fits stop sooner, so the estimate is high there.
+MEASURE_SECONDS = 2.1e-6
 
 
 class DPSelect(DPGAN):
@@ -96,8 +101,9 @@ class DPSelect(DPGAN):
     share_param = "gan_share"
     params: ClassVar[Mapping[str, Param]] = specs(
         Param("engine", str, choices=ENGINES, advanced=False, label="Selection engine",
-              help="measure: Gaussian measurements of the table's worst-matched marginals "
-                   "(1- and 2-way), then pool rows weighted to fit them (free "
+              help="measure: Gaussian measurements of every column's marginal, every pair "
+                   "with the target and the worst-matched other pairs, then the pool's rows "
+                   "(and rows drawn from the 1-way measurements) weighted to fit them (free "
                    "post-processing); "
                    "rows: one exponential-mechanism pick per output row (the thesis); ga: "
                    "the DP simple GA chooses a section's whole output at once."),
@@ -277,15 +283,33 @@ class DPSelect(DPGAN):
         rounds, rho, widest = planned.rounds, planned.rho, planned.widest
         pick = selection_event(n, rho, 1, k)
         sigma, gumbel = widest.sigma, 2 * pick.sensitivity / pick.epsilon
+        first = "every column's" + ("" if schema.target is None else
+                                    f", every pair with {schema.target}")
         return [
             NoiseScale(SELECT, "report-noisy-max (Gumbel), zCDP", describe(pick),
                        f"each of {rounds} rounds picks the marginal the weighted pool matches "
                        f"worst, with Gumbel noise of scale {gumbel:.2g} in max error", pick),
             NoiseScale(SELECT, "Gaussian, zCDP", f"ρ per call = {rho:.3g}; {describe(widest)}",
-                       f"{len(schema)} columns' own and {rounds} 2-way marginals measured: every "
-                       f"cell is a fraction of rows measured within ±{sigma:.2g} (1 σ), i.e. "
+                       f"{len(planned.fixed)} marginals measured first ({first}) and {rounds} "
+                       f"picked ones: every cell is a fraction of rows measured within "
+                       f"±{sigma:.2g} (1 σ), i.e. "
                        f"±{sigma * n:.3g} of the {n:,} rows; the pool's weights are then fitted "
                        "to them, which costs nothing", widest)]
+
+    def _duration(self, population: Population, schema: Schema, budget: Budget
+                  ) -> float | None:
+        """The GAN's, then the measure engine's: its pool (with the support rows) weighed
+        against every workload it measures. No cost model for the rows and ga engines."""
+        if self.engine != "measure":
+            return None
+        try:
+            planned = measure_plan(population, schema, *budget.allowance(SELECT), self.rounds,
+                                   SELECT)
+        except (ParameterError, BudgetError):
+            return None
+        pool = 2 * self._pool_rows(population.rows)  # the GAN's rows and the support rows
+        return super()._duration(population, schema, budget) + MEASURE_SECONDS * pool * (
+            planned.work)
 
     def _generations(self, epsilon: float) -> int:
         return default_generations(epsilon) if self.generations is None else int(
@@ -349,10 +373,11 @@ class DPSelect(DPGAN):
         """The measure engine: measured marginals, pool weights fitted to them, n rows drawn
         by the weights (:mod:`.measure`)."""
         def progress(t: int, rounds: int, worst: float, distance: float) -> None:
-            if t == 0:  # every column measured, and rows drawn from those measurements
+            if t == 0:  # the first measurements made, and rows drawn from them
+                pairs = "" if schema.target is None else f" and every pair with {schema.target}"
                 ctx.stage(SELECT, max(rounds, 1), (
-                    f"{len(schema)} columns measured, the pool of {len(pool):,} rows joined "
-                    f"by as many drawn from those measurements; {rounds} rounds: pick the "
+                    f"every column's marginal{pairs} measured; the pool of {len(pool):,} rows "
+                    f"joined by as many drawn from them; {rounds} rounds: pick the "
                     "worst-matched pair, measure it, reweight the pool"))
             ctx.progress(SELECT, t if rounds else 1, max(rounds, 1), max_error=worst,
                          distance=distance)
