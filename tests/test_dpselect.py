@@ -124,6 +124,32 @@ def test_empty_poisson_batches_take_their_noise_only_step(sample):
     check_output(model.sample(50), schema, 50)
 
 
+def test_training_caps_torch_threads_and_gives_back_the_callers(sample):
+    """A fit trains on at most MAX_THREADS torch threads (more wait on each other), and the
+    caller's own setting is back once it ends, or fails."""
+    import torch
+
+    from synth.methods.dpgan.training import MAX_THREADS, threads
+
+    table, schema = sample
+    before = torch.get_num_threads()
+    seen = []
+    model = make("dpgan", TINY)
+    try:
+        torch.set_num_threads(MAX_THREADS + 1)
+        model.fit(table.head(600), schema, Budget(1.0, 1e-5, model.default_shares(schema)),
+                  FitContext(min_interval=0, on_event=lambda e: seen.append(
+                      torch.get_num_threads()) if isinstance(e, Progress) else None))
+        assert seen and max(seen) <= MAX_THREADS
+        assert torch.get_num_threads() == MAX_THREADS + 1
+        with pytest.raises(RuntimeError), threads(1):
+            assert torch.get_num_threads() == 1
+            raise RuntimeError("a fit that fails")
+        assert torch.get_num_threads() == MAX_THREADS + 1
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_dpgan_noise_is_fresh_but_the_test_switch_replays_it(sample):
     table, schema = sample
     a = fit("dpgan", table, schema, seed=3)[0].sample(300, seed=1)

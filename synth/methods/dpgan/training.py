@@ -47,6 +47,11 @@ from synth.privacy.mechanisms import torch_generator
 # larger generator batch). A fixed window of 1,000 kept the untrained early iterates on the
 # 4,166-row sample (330 steps at ε = 1: 2-way TVD 0.49; 198 steps' window: 0.23; 100: 0.15).
 EMA_WINDOW, EMA_SHARE = 1000, 0.6
+# torch's intra-op threads during a fit, at most: its steps are small, and more threads wait
+# on each other. On Adult (benchmarks/results/threads.json, 2 cores) a fit trained in 60 s on
+# 1 thread, 47 s on 2, 82 s on 4 and 104 s on 16; on a 16-core machine 16 threads took 147 s
+# against ~90 s on 2 (issue 21). 4 against 2 on a many-core machine is not measured yet.
+MAX_THREADS = 2
 LIVE_EPSILON_EVERY = 5.0  # seconds between the live view's PLD accountings (0.1 s each)
 # Opacus and torch warnings that say nothing about this use: Opacus's secure_mode needs
 # torchcsprng, which has no build for our torch, so the noise and batch generators are seeded
@@ -97,7 +102,7 @@ def train_gan(codes: np.ndarray, sizes: np.ndarray, event: PoissonSampledGaussia
     to ``ledger``'s ``stage``; ``rng`` seeds the networks' initialisation and fake rows only.
     Returns the averaged generator's (prior logits, per-component column logits) as numpy
     arrays."""
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), threads(MAX_THREADS):
         for message in _BENIGN:
             warnings.filterwarnings("ignore", message=message)
         members, mask = unit_rows(units, ledger.budget.unit.max_rows)
@@ -119,6 +124,18 @@ def train_gan(codes: np.ndarray, sizes: np.ndarray, event: PoissonSampledGaussia
                 ledger.settle(entry, replace(event, steps=gan.step))
             raise
     return gan.released()
+
+
+@contextlib.contextmanager
+def threads(limit: int) -> Iterator[None]:
+    """torch's thread count capped at ``limit`` (never raised) for the block, then restored:
+    the caller's own setting is theirs."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(1, min(before, limit)))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def unit_rows(units: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
