@@ -302,9 +302,8 @@ def measure_and_weight(ledger: Ledger, stage: str, schema: Schema, private: pd.D
     weights = np.full(m, 1.0 / m)
     # the measured slots' cells of every pool row, offset workload by workload, filled in
     # as they are measured (rebuilding them every round took a fifth of the engine's time)
-    slots = [int(data.slots[c][local]) for c, local in map(data.locate, planned.fixed)]
-    cells = np.empty((m, sum(slots) + t_max * max(int(s.max()) for s in data.slots)),
-                     dtype=np.int32)
+    capacity = planned.slots[planned.fixed].sum() + t_max * planned.slots.max()
+    cells = np.empty((m, int(capacity)), dtype=np.int32)
     used = width = 0
 
     def add(w: int) -> None:
