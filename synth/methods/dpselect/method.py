@@ -204,7 +204,8 @@ class DPSelect(DPGAN):
             raise ParameterError(f"sections (S={self._sections}) cannot exceed the table's "
                                  f"{n} rows")
         if n is not None and schema is not None:  # the pool is held in memory
-            check_rows(self._held_rows(n), len(schema), "pool_multiplier × rows")
+            check_rows(self._held_rows(n), len(schema), "pool_multiplier × rows" + (
+                " with as many support rows" if values["engine"] == "measure" else ""))
         if values["engine"] == "ga" and values["distance"] != "l1":
             raise ParameterError(f"the ga engine scores outputs by the l1 distance only, got "
                                  f"distance={values['distance']!r}")
