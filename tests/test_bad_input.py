@@ -371,7 +371,7 @@ def test_the_cli_refuses_bad_input_in_one_line(files, capsys, argv, message):
     ([*RUN[:5], "gsd", *RUN[6:], "--set", "rows=2000000000"], r"rows = 2,000,000,000 would "
                                                                r"need about 2\.4 TB"),
     ([*RUN[:5], "dpselect", *RUN[6:], "--set", "pool_multiplier=1e9"],
-     r"pool_multiplier × rows = 5,000,000,000,000 would need"),
+     r"pool_multiplier × rows with as many support rows = 10,000,000,000,000 would need"),
 ])
 def test_what_would_hang_or_exhaust_memory_is_refused_up_front(files, capsys, argv, message):
     code, err = within(60.0, cli, argv, files, capsys)  # each took minutes, or all memory

@@ -156,7 +156,8 @@ def test_cross_parameter_rules_stay_explicit(private):
         ("private_sampling", {"Delta": 1.001}, r"Delta must be a number ≥ 1 \+ accuracy_delta"),
         ("gsd", {"rows": 10**12}, r"rows = 1,000,000,000,000 would need about"),
         ("gsd", {"rounds": 10**6}, r"rounds × per_round = 1000000 exceeds the \d+ workloads"),
-        ("dpselect", {"pool_multiplier": 10**10}, "pool_multiplier × rows = .* would need"),
+        ("dpselect", {"pool_multiplier": 10**10},
+         "pool_multiplier × rows with as many support rows = .* would need"),
     ]:
         model = make(method, params)
         with pytest.raises(ParameterError, match=message):

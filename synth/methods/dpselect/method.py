@@ -38,6 +38,7 @@ from synth.methods.dpgan.method import DPGAN, GAN
 from synth.methods.dpselect.ga import select_subset
 from synth.methods.dpselect.measure import (
     ROUNDS,
+    SUPPORT,
     candidate_count,
     measure_and_weight,
     measure_plan,
@@ -203,10 +204,16 @@ class DPSelect(DPGAN):
             raise ParameterError(f"sections (S={self._sections}) cannot exceed the table's "
                                  f"{n} rows")
         if n is not None and schema is not None:  # the pool is held in memory
-            check_rows(self._pool_rows(n), len(schema), "pool_multiplier × rows")
+            check_rows(self._held_rows(n), len(schema), "pool_multiplier × rows" + (
+                " with as many support rows" if values["engine"] == "measure" else ""))
         if values["engine"] == "ga" and values["distance"] != "l1":
             raise ParameterError(f"the ga engine scores outputs by the l1 distance only, got "
                                  f"distance={values['distance']!r}")
+
+    def _held_rows(self, n: int) -> int:
+        """The pool's rows in memory: the measure engine's support rows join the GAN's."""
+        return self._pool_rows(n) + (math.ceil(SUPPORT * self._pool_rows(n))
+                                     if self.engine == "measure" else 0)
 
     def _pool_rows(self, n: int) -> int:
         if self.pool_multiplier is not None:
@@ -307,9 +314,8 @@ class DPSelect(DPGAN):
                                    SELECT)
         except (ParameterError, BudgetError):
             return None
-        pool = 2 * self._pool_rows(population.rows)  # the GAN's rows and the support rows
-        return super()._duration(population, schema, budget) + MEASURE_SECONDS * pool * (
-            planned.work)
+        return super()._duration(population, schema, budget) + MEASURE_SECONDS * (
+            self._held_rows(population.rows) * planned.work)
 
     def _generations(self, epsilon: float) -> int:
         return default_generations(epsilon) if self.generations is None else int(
