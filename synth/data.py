@@ -12,6 +12,7 @@ import csv
 import hashlib
 import io
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
@@ -40,16 +41,21 @@ def human_bytes(nbytes: float) -> str:
     raise AssertionError  # pragma: no cover
 
 
-def fingerprint(table: pd.DataFrame, row_order: bool = False) -> str:
+def fingerprint(table: pd.DataFrame | Iterable[pd.DataFrame], row_order: bool = False) -> str:
     """A fingerprint of the table's people: SHA-256 over its rows' hashes, sorted (unless
     ``row_order``), with the columns in name order, so neither changes it. The same values
     read as other types (37 and 37.0) give another fingerprint. Which table a privacy account
-    or a kept result (a sweep: ``row_order``, as its split depends on it) belongs to."""
-    ordered = table[sorted(table.columns, key=str)]
-    rows = pd.util.hash_pandas_object(ordered, index=False).to_numpy()
+    or a kept result (a sweep: ``row_order``, as its split depends on it) belongs to. A table
+    given in chunks (a :class:`synth.source.TableFile`) has the fingerprint of their whole."""
+    frames = [table] if isinstance(table, pd.DataFrame) else table
+    names, hashes = None, []
+    for frame in frames:
+        ordered = frame[sorted(frame.columns, key=str)]
+        names = "\x1f".join(map(str, ordered.columns)).encode()
+        hashes.append(pd.util.hash_pandas_object(ordered, index=False).to_numpy())
+    rows = np.concatenate(hashes) if hashes else np.zeros(0, dtype=np.uint64)
     rows = rows if row_order else np.sort(rows)
-    names = "\x1f".join(map(str, ordered.columns)).encode()
-    return hashlib.sha256(names + b"\x1e" + rows.tobytes()).hexdigest()
+    return hashlib.sha256((names or b"") + b"\x1e" + rows.tobytes()).hexdigest()
 
 
 def _too_big(name: str, size: int, max_bytes: int) -> DataError:

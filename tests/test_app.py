@@ -143,6 +143,33 @@ def test_bad_upload_shows_a_message_and_keeps_the_data(app):
     assert "census demo (bundled sample)" in texts(app)
 
 
+def test_a_table_over_the_upload_limit_is_read_by_path_on_the_server(app, monkeypatch,
+                                                                     tmp_path):
+    """A Parquet folder under SYNTH_DATA_ROOT is read where it lies, said so, and runs; a
+    path outside the root, or none there, is refused in one line and the data is kept."""
+    monkeypatch.setenv("SYNTH_DATA_ROOT", str(tmp_path))
+    table, _ = load_sample()
+    (tmp_path / "parts").mkdir()
+    table.iloc[:3000].to_parquet(tmp_path / "parts" / "a.parquet", index=False)
+    table.iloc[3000:].to_parquet(tmp_path / "parts" / "b.parquet", index=False)
+    (tmp_path.parent / "outside.csv").write_text("a,b\n1,2\n")
+    for typed, message in (("../outside.csv", "is outside"),
+                           ("absent.parquet", "no such file or folder")):
+        app.sidebar.text_input(key="server-path").set_value(typed).run()
+        button(app, "Read it").click().run()
+        assert any(f"Reading {typed} failed" in e.value and message in e.value
+                   for e in app.error), typed
+        assert "census demo (bundled sample): 5,000 rows" in texts(app)  # kept
+    app.sidebar.text_input(key="server-path").set_value("parts").run()
+    button(app, "Read it").click().run()
+    assert not app.exception and not app.error
+    ds = app.session_state["dataset"]
+    assert ds.name == "parts" and ds.where == str(tmp_path / "parts")
+    assert ds.table.reset_index(drop=True).astype(str).equals(table.astype(str))
+    assert f"read from `{tmp_path / 'parts'}`" in texts(app)
+    assert "parts: 5,000 rows" in texts(app)
+
+
 def test_a_latin1_upload_is_refused_until_its_encoding_is_chosen(app):
     rows = "\n".join(f"{i},{'Zürich' if i % 2 else 'Genève'}" for i in range(40))
     data = f"n,city\n{rows}\n".encode("latin-1")

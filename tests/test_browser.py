@@ -435,7 +435,10 @@ def test_the_account_outlives_the_server_and_choices_outlive_navigation(tmp_path
         for link in ("Data", "Compare", "Synthesize"):  # a round trip: the seed stays
             page.get_by_role("link", name=link, exact=True).click()
             page.get_by_role("heading", name=link, exact=True, level=1).wait_for()
-        assert seed.input_value() == "5"
+        from playwright.sync_api import expect
+
+        # the page's widgets come after its heading: wait for the kept value, not a blank
+        expect(seed).to_have_value("5", timeout=WAIT_MS)
     with app_server(env) as (url, _), browsing(url) as page:  # a new server, a new session
         page.get_by_text("0 finished runs this session").wait_for()
         shown = page.get_by_text("Privacy spent on this table, all runs:", exact=False)

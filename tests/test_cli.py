@@ -1,6 +1,7 @@
 """The CLI's contract forms, run as a user would: in a subprocess."""
 
 import json
+import os
 import shlex
 import signal
 import subprocess
@@ -112,6 +113,41 @@ def test_run_gsd_with_settings(tmp_path):
     record = json.loads((tmp_path / "l.json").read_text())
     assert [e["stage"] for e in record["entries"]] == ["queries"] * 4
     assert record["total_epsilon"] == pytest.approx(1.0)
+
+
+def test_a_table_over_max_bytes_is_read_where_it_lies_and_keeps_its_account(tmp_path):
+    """A run on a file over --max-bytes (or a folder of Parquet files) reads it in chunks,
+    and charges the same account as the table read whole: switching how it is read cannot
+    reset what the table has spent."""
+    table, schema = sample_paths()
+    frame = pd.read_csv(table)
+    (tmp_path / "parts").mkdir()
+    frame.iloc[:2000].to_parquet(tmp_path / "parts" / "a.parquet", index=False)
+    frame.iloc[2000:].to_parquet(tmp_path / "parts" / "b.parquet", index=False)
+    home = {"SYNTH_HOME": str(tmp_path / "home")}
+
+    def run(data, *more):
+        return subprocess.run(
+            [sys.executable, "-m", "synth", "run", str(data), "--schema", str(schema),
+             "--method", "gsd", "--epsilon", "0.5", "--out", str(tmp_path / "o.csv"),
+             "--ledger", str(tmp_path / "l.json"), "--set", "rounds=2", "--set",
+             "max_generations=200", "--quiet", *more],
+            capture_output=True, text=True, cwd=REPO, timeout=1800,
+            env={**os.environ, **home})
+
+    res = run(table, "--max-bytes", "1000")
+    assert res.returncode == 0, res.stderr
+    assert "'census_demo.csv' (CSV, 409.9 KB) where it lies" in res.stderr
+    assert "release checklist: not made for a table read where it lies" in res.stderr
+    assert len(pd.read_csv(tmp_path / "o.csv")) == len(frame)
+    assert json.loads((tmp_path / "l.json").read_text())["total_epsilon"] == pytest.approx(0.5)
+    assert run(table).returncode == 0  # read whole: under the limit
+    listed = subprocess.run([sys.executable, "-m", "synth", "account"], capture_output=True,
+                            text=True, cwd=REPO, env={**os.environ, **home}).stdout
+    assert "1 table(s)" in listed and "spent ε=1, " in listed and "2 run(s)" in listed
+    res = run(tmp_path / "parts")  # a Parquet dataset: another table (its types differ)
+    assert res.returncode == 0, res.stderr
+    assert "'parts' (Parquet dataset" in res.stderr
 
 
 def test_run_dpselect_with_the_ga_engine(tmp_path):

@@ -7,14 +7,18 @@ of every page run (AppTest reruns only the page script under st.navigation).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 import streamlit as st
 
 from synth.account import Usage
 from synth.data import DEFAULT_MAX_BYTES, read_table
+from synth.errors import DataError
 from synth.privacy.budget import epsilon_text
 from synth.schema import infer_schema
+from synth.source import TableFile, read_whole
 from ui import runner, state
 
 ENCODINGS = ("utf-8", "latin-1", "cp1252")
@@ -84,13 +88,15 @@ def sidebar(watched: str | None = None) -> state.Dataset:
                                    else encoding)
                 schema = infer_schema(table)
                 state.set_dataset(state.Dataset(upload.name, table, schema, schema))
+        server_file(encoding)
         for sample, label in (("census", "Use the census sample"),
                               ("panel", "Use the panel sample (person-months)")):
             if st.button(label, disabled=state.dataset().name == state.SAMPLES[sample][0]):
                 state.use_sample(sample)
         ds = state.dataset()
         announce(state.collect(), state.collect_sweep())  # ended while any page was open
-        st.caption(f"**{ds.name}**: {len(ds.table):,} rows × {ds.table.shape[1]} columns")
+        st.caption(f"**{ds.name}**: {len(ds.table):,} rows × {ds.table.shape[1]} columns"
+                   + (f", read from `{ds.where}`" if ds.where else ""))
         done = len(state.runs())
         st.caption(f"{done} finished run{'s' * (done != 1)} this session")
         with state.guard("Reading the privacy account"):
@@ -110,6 +116,39 @@ def sidebar(watched: str | None = None) -> state.Dataset:
                     st.rerun()
         watch(watched)
     return ds
+
+
+def data_root() -> Path:
+    """The folder whose files the app may read by path: SYNTH_DATA_ROOT, else the folder
+    the app was started from. Whoever can open the app can read what lies under it."""
+    return Path(os.environ.get("SYNTH_DATA_ROOT") or Path.cwd()).expanduser().resolve()
+
+
+def server_file(encoding: str) -> None:
+    """A table over the upload limit, read by path on the machine that runs the app."""
+    root = data_root()
+    with st.expander("A larger file on this server"):
+        st.caption(f"A CSV or Parquet file, or a folder of Parquet files, under `{root}` on "
+                   "the machine that runs this app (SYNTH_DATA_ROOT sets the folder). It is "
+                   "read there, by this server: nothing is uploaded or copied.")
+        typed = st.text_input("Path on this server", key="server-path",
+                              placeholder=str(root / "table.parquet"))
+        if st.button("Read it", disabled=not typed.strip()):
+            with state.guard(f"Reading {typed.strip()}"):
+                path = (root / Path(typed.strip()).expanduser()).resolve()
+                if not path.is_relative_to(root):
+                    raise DataError(f"{str(path)!r} is outside {str(root)!r}, the folder this "
+                                    "app may read (set SYNTH_DATA_ROOT to another)")
+                file = TableFile(path, encoding=None if encoding == ENCODINGS[0] else encoding)
+                bar = st.progress(0.0, text=f"Reading {file.name}")
+                table = read_whole(file, progress=lambda done, rows: bar.progress(
+                    done / rows, text=f"Reading {file.name}: {done:,} of {rows:,} rows"))
+                if table.empty:
+                    raise DataError(f"{file.name} has a header but no data rows")
+                schema = infer_schema(table)
+                state.set_dataset(state.Dataset(path.name, table, schema, schema,
+                                                where=str(path)))
+                st.rerun()
 
 
 def announce(run: runner.Job | None, sweep: runner.SweepJob | None) -> None:

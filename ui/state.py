@@ -43,6 +43,7 @@ class Dataset:
     base: Schema  # inferred from the table, then edited column by column or loaded from a file
     unit: PrivacyUnit = field(default_factory=PrivacyUnit)  # whom a run protects
     unit_problem: str = ""  # why the chosen unit column was refused: nothing may run then
+    where: str = ""  # the server path it was read from, for a table read by path
 
 
 @dataclass(frozen=True)

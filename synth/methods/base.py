@@ -43,7 +43,8 @@ from synth.privacy.unit import (
     estimate_rows,
     rows_event,
 )
-from synth.schema import Schema, check_schema, prepare, validate
+from synth.schema import Schema, check_columns, check_schema, prepare, validate
+from synth.source import READ, Chunks, TableFile, read_whole
 from synth.validation import Param, check_all
 
 # ---- events ---------------------------------------------------------------------------------
@@ -183,6 +184,9 @@ class Synthesizer:
     # one Param per constructor parameter: what fit, the CLI's --set and the app's widgets
     # accept (synth.validation)
     params: ClassVar[Mapping[str, Param]] = {}
+    # True for a method that only counts: its _fit takes the table as Chunks, and a file is
+    # read a chunk at a time; otherwise _fit takes the whole table as a DataFrame
+    streams: ClassVar[bool] = False
 
     def get_params(self) -> dict[str, Any]:
         sig = inspect.signature(type(self).__init__)
@@ -296,8 +300,11 @@ class Synthesizer:
                   ) -> float | None:
         return None
 
-    def fit(self, table: pd.DataFrame, schema: Schema, budget: Budget,
+    def fit(self, table: pd.DataFrame | TableFile, schema: Schema, budget: Budget,
             ctx: FitContext | None = None) -> Synthesizer:
+        """Fit on ``table``: a DataFrame, or a :class:`~synth.source.TableFile` read where it
+        lies. A method that only counts (``streams``) reads a file in chunks, holding one at a
+        time; the others, and any fit with a unit of protection, read its columns whole."""
         ctx = FitContext() if ctx is None else ctx
         if not isinstance(ctx, FitContext):
             raise ParameterError(f"ctx must be a FitContext or None, got {ctx!r}")
@@ -313,12 +320,25 @@ class Synthesizer:
         if unit.column in schema.names:
             raise SchemaError(f"column {unit.column!r} is the privacy unit: leave it out of "
                               "the synthesised columns (it is never released)")
-        # before any mechanism sees the table: at most k rows per unit, the unit column gone
-        table, units = bound(table, unit)
-        data = validate(table, schema)
+        file = table if isinstance(table, TableFile) else None
+        if file is not None and (unit.declared or not self.streams):
+            ctx.stage(READ, len(file), f"reading {file.name} into memory")
+            table, file = read_whole(file, [*schema.names, *([unit.column] if unit.declared
+                                                              else [])],
+                                     lambda done, rows: ctx.progress(READ, done, rows)), None
+        if file is not None:  # one row per unit: n is the file's row count
+            check_columns(pd.DataFrame(columns=file.columns), schema)
+            if len(file) == 0:
+                raise SchemaError("the table has no rows")
+            data: pd.DataFrame | Chunks = Chunks.of_file(file, schema, encode=False)
+            units = None
+        else:  # before any mechanism sees the table: at most k rows per unit, no unit column
+            table, units = bound(table, unit)
+            data = validate(table, schema)
         # U (and n with one row per unit) are public: the rules can check them before
         # anything is spent (the ledger is empty); k·U bounds the row count
-        population = Population(len(data), int(units.max(initial=-1)) + 1, unit.max_rows)
+        population = Population(len(data), len(data) if units is None else
+                                int(units.max(initial=-1)) + 1, unit.max_rows)
         values = self.check_params(population, missing.model_schema(schema))
         for name, value in self.get_params().items():  # as the plain Python values they hold
             if type(value) is not type(values[name]):  # (np.int64(8), 64.0 for an integer):
@@ -331,19 +351,30 @@ class Synthesizer:
             population = replace(population, rows=estimate_rows(
                 len(data), population.units, event, unit.max_rows))
             ctx.progress(ROWS, 1, 1)
+        read_once = not schema.releasable  # a file is read (and checked) to learn domains
         if not schema.releasable:
             todo = sum(not c.releasable for c in schema)
-            ctx.stage(DOMAIN, todo, "learning data-derived domains under DP")
-            schema = learn_domains(data, schema, self.ledger_,
-                                   progress=lambda i, k: ctx.progress(DOMAIN, i, k),
-                                   rows_per_unit=unit.max_rows)
-            data = prepare(table, schema)
+            if isinstance(data, Chunks):  # counted as the file is read, then learned
+                schema = learn_domains(data.scan(ctx, DOMAIN, "reading the table to learn "
+                                                 "its domains under DP"), schema, self.ledger_)
+            else:
+                ctx.stage(DOMAIN, todo, "learning data-derived domains under DP")
+                schema = learn_domains(data, schema, self.ledger_,
+                                       progress=lambda i, k: ctx.progress(DOMAIN, i, k),
+                                       rows_per_unit=unit.max_rows)
+                data = prepare(table, schema)
         schema = schema.public_view()  # releasable: no flags read off the table
         self.population_ = population  # public: n (or n̂), U, k
         self.n_rows_ = population.rows  # the public n: no row is dropped but by bounding
         self._units = units  # each row's unit, for DP-SGD over units; never kept
+        if file is not None:  # checked by now if domains were learned from it
+            data = Chunks.of_file(file, schema, target=not read_once)
+        elif self.streams:
+            data = Chunks.of_frame(missing.encode(data, schema))
+        else:
+            data = missing.encode(data, schema)
         try:
-            self._fit(missing.encode(data, schema), missing.model_schema(schema), ctx)
+            self._fit(data, missing.model_schema(schema), ctx)
         finally:
             del self._units
         ctx.finish()
@@ -360,7 +391,8 @@ class Synthesizer:
         rng = self.rng_ if seed is None else np.random.default_rng(seed)
         return missing.decode(self._sample(n, rng), self.schema_)
 
-    def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
+    def _fit(self, data: pd.DataFrame | Chunks, schema: Schema, ctx: FitContext) -> None:
+        """Learn from ``data``, the table in model space (Chunks when ``streams``)."""
         raise NotImplementedError
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:

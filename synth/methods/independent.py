@@ -27,9 +27,11 @@ from synth.privacy.events import Gaussian, describe, histogram_l2
 from synth.privacy.mechanisms import gaussian
 from synth.privacy.unit import Population
 from synth.schema import Schema
+from synth.source import Chunks
 from synth.validation import Param, specs
 
 MEASURE = "measure"
+COUNT = "count"
 
 
 class IndependentMarginals(Synthesizer):
@@ -47,6 +49,7 @@ class IndependentMarginals(Synthesizer):
     summary = ("Measures each column's histogram once with Gaussian noise and samples columns "
                "independently. Fast and private, but keeps no relationships: the baseline.")
     paper = "baseline (no paper)"
+    streams = True
     stages: ClassVar[Mapping[str, float]] = {MEASURE: 1.0}
     accountants: ClassVar[Mapping[str, str]] = {MEASURE: "zcdp"}
     params: ClassVar[Mapping[str, Param]] = specs(
@@ -61,17 +64,16 @@ class IndependentMarginals(Synthesizer):
         self.bins = bins
         self.exact_integers = exact_integers
 
-    def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
+    def _fit(self, data: Chunks, schema: Schema, ctx: FitContext) -> None:
         self.discretizer_ = Discretizer(schema, bins=int(self.bins),
                                         exact_integers=int(self.exact_integers))
-        codes = self.discretizer_.codes(data)
+        sizes = self.discretizer_.sizes
         event = self.plan(*self.ledger_.budget.allowance(MEASURE), len(schema),
                           self.population_.max_rows)
+        counts = self.histograms(data, ctx)  # the whole table is read before any charge
         ctx.stage(MEASURE, 1, "noisy 1-way histograms")
         self.ledger_.charge(MEASURE, event, f"1-way histograms of {len(schema)} columns "
-                                            f"({int(self.discretizer_.sizes.sum())} cells)")
-        counts = np.concatenate([marginal(codes, self.discretizer_.sizes, (j,))
-                                 for j in range(len(schema))])
+                                            f"({int(sizes.sum())} cells)")
         noisy = np.clip(gaussian(counts, event.sigma), 0, None)  # one draw for all cells
         self.marginals_ = []
         for block in np.split(noisy, np.cumsum(self.discretizer_.sizes)[:-1]):
@@ -79,6 +81,15 @@ class IndependentMarginals(Synthesizer):
             self.marginals_.append(block / total if total > 0 else
                                    np.full(len(block), 1 / len(block)))
         ctx.progress(MEASURE, 1, 1)
+
+    def histograms(self, data: Chunks, ctx: FitContext) -> np.ndarray:
+        """Every column's histogram, stacked: counts summed over the table's chunks."""
+        sizes = self.discretizer_.sizes
+        counts = np.zeros(int(sizes.sum()), dtype=np.int64)
+        for frame in data.scan(ctx, COUNT, "counting each column's histogram"):
+            codes = self.discretizer_.codes(frame)
+            counts += np.concatenate([marginal(codes, sizes, (j,)) for j in range(len(sizes))])
+        return counts
 
     @staticmethod
     def plan(epsilon: float, delta: float, columns: int, rows_per_unit: int = 1) -> Gaussian:

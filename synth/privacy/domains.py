@@ -22,7 +22,7 @@ column is one ledger entry.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -58,7 +58,11 @@ def keep_threshold(epsilon: float, delta: float, rows_per_unit: int = 1) -> floa
 
 def noisy_categories(values: pd.Series, event: LaplaceThreshold) -> tuple[str, ...]:
     """Categories whose Laplace-noised count clears the event's threshold, then ``other``."""
-    counts = values.value_counts()
+    return kept_categories(values.value_counts(), event)
+
+
+def kept_categories(counts: pd.Series, event: LaplaceThreshold) -> tuple[str, ...]:
+    """:func:`noisy_categories` from each category's count (the index)."""
     noisy = laplace(counts.to_numpy(dtype=float), event.scale)
     kept = sorted(str(k) for k in counts.index[noisy > event.threshold])
     return (*[k for k in kept if k != OTHER], OTHER)
@@ -71,6 +75,14 @@ def bounds_threshold(epsilon: float, bins: int = len(GRID) - 1, beta: float = BE
     return laplace_scale(epsilon, rows_per_unit) * math.log(bins / (2 * beta))
 
 
+def grid_counts(values: np.ndarray) -> np.ndarray:
+    """How many ``values`` fall in each bin of the power-of-two grid (NaN in none)."""
+    x = np.asarray(values, dtype=float)
+    x = np.clip(x[~np.isnan(x)], GRID[0], np.nextafter(GRID[-1], 0))
+    bins = np.searchsorted(GRID, x, side="right") - 1
+    return marginal(bins[:, None], [len(GRID) - 1])
+
+
 def dp_bounds(values: np.ndarray, epsilon: float, column: str = "", rows_per_unit: int = 1
               ) -> tuple[float, float]:
     """ε-DP bounds from a Laplace histogram over the signed power-of-two grid.
@@ -80,9 +92,12 @@ def dp_bounds(values: np.ndarray, epsilon: float, column: str = "", rows_per_uni
     outer edges of the outermost bins whose noisy count clears :func:`bounds_threshold`.
     They are loose by at most a factor of two, and values beyond them are clipped.
     """
-    x = np.clip(np.asarray(values, dtype=float), GRID[0], np.nextafter(GRID[-1], 0))
-    bins = np.searchsorted(GRID, x, side="right") - 1
-    counts = marginal(bins[:, None], [len(GRID) - 1])
+    return grid_bounds(grid_counts(values), epsilon, column, rows_per_unit)
+
+
+def grid_bounds(counts: np.ndarray, epsilon: float, column: str = "", rows_per_unit: int = 1
+                ) -> tuple[float, float]:
+    """:func:`dp_bounds` from the grid's counts (:func:`grid_counts`)."""
     noisy = laplace(counts.astype(float), laplace_scale(epsilon, rows_per_unit))
     tau = bounds_threshold(epsilon, rows_per_unit=rows_per_unit)
     present = np.flatnonzero(noisy > tau)
@@ -94,15 +109,32 @@ def dp_bounds(values: np.ndarray, epsilon: float, column: str = "", rows_per_uni
     return float(GRID[present[0]]), float(GRID[present[-1] + 1])
 
 
-def learn_domains(data: pd.DataFrame, schema: Schema, ledger: Ledger, stage: str = DOMAIN,
-                  progress: Callable[[int, int], None] | None = None,
+def domain_counts(frames: Iterable[pd.DataFrame], columns: Sequence[Column]
+                  ) -> dict[str, pd.Series | np.ndarray]:
+    """What learning ``columns``' domains reads, summed over the table's ``frames`` (chunks
+    of the prepared table): a categorical column's count per category, a numeric one's
+    :func:`grid_counts`. Nothing is spent here."""
+    counts: dict[str, pd.Series | np.ndarray] = {}
+    for frame in frames:
+        for col in columns:
+            values = frame[col.name]
+            got = values.value_counts() if col.kind == CATEGORICAL else grid_counts(
+                values.to_numpy(dtype=float))
+            counts[col.name] = got if col.name not in counts else (
+                counts[col.name].add(got, fill_value=0).astype(np.int64)
+                if col.kind == CATEGORICAL else counts[col.name] + got)
+    return counts
+
+
+def learn_domains(data: pd.DataFrame | Iterable[pd.DataFrame], schema: Schema, ledger: Ledger,
+                  stage: str = DOMAIN, progress: Callable[[int, int], None] | None = None,
                   rows_per_unit: int = 1) -> Schema:
     """The schema with every data-derived domain replaced by one learned under DP.
 
-    ``data`` is the table prepared against ``schema``. Spends the ledger's ``stage`` share,
-    split equally across the columns to learn, and refuses to run without one. ``progress``
-    is called with (columns done, columns to learn). ``data`` holds at most ``rows_per_unit``
-    rows of each unit of protection.
+    ``data`` is the table prepared against ``schema``, whole or in chunks. Spends the
+    ledger's ``stage`` share, split equally across the columns to learn, and refuses to run
+    without one. ``progress`` is called with (columns done, columns to learn). ``data`` holds
+    at most ``rows_per_unit`` rows of each unit of protection.
     """
     todo = [c for c in schema if not c.releasable]
     if not todo:
@@ -115,18 +147,19 @@ def learn_domains(data: pd.DataFrame, schema: Schema, ledger: Ledger, stage: str
     if eps <= 0:
         raise BudgetError(f"the {stage!r} share is empty, but columns {names} need their "
                           "domains learned privately")
+    counts = domain_counts([data] if isinstance(data, pd.DataFrame) else data, todo)
     eps_c, delta_c = eps / len(todo), delta / len(todo)
     learned = {}
     for i, col in enumerate(todo, 1):
-        learned[col.name] = _learn(col, data[col.name], eps_c, delta_c, ledger, stage,
+        learned[col.name] = _learn(col, counts[col.name], eps_c, delta_c, ledger, stage,
                                    rows_per_unit)
         if progress is not None:
             progress(i, len(todo))
     return replace(schema, columns=tuple(learned.get(c.name, c) for c in schema))
 
 
-def _learn(col: Column, values: pd.Series, eps: float, delta: float, ledger: Ledger,
-           stage: str, k: int) -> Column:
+def _learn(col: Column, counts: pd.Series | np.ndarray, eps: float, delta: float,
+           ledger: Ledger, stage: str, k: int) -> Column:
     if col.kind == CATEGORICAL:
         if delta <= 0:
             raise BudgetError(f"column {col.name!r}: learning categories privately needs δ > 0 "
@@ -135,11 +168,11 @@ def _learn(col: Column, values: pd.Series, eps: float, delta: float, ledger: Led
                                  keep_threshold(eps, delta, k), k)
         ledger.charge(stage, event, f"categories of {col.name!r} (rare ones fold into "
                                     f"{OTHER!r})")
-        return replace(col, categories=noisy_categories(values, event), learned=True)
+        return replace(col, categories=kept_categories(counts, event), learned=True)
     ledger.charge(stage, Laplace(laplace_scale(eps, k), histogram_l1(1, k)),
                   f"bounds of {col.name!r} from a noisy histogram over {len(GRID) - 1} "
                   "power-of-two bins")
-    lo, hi = dp_bounds(values.dropna().to_numpy(dtype=float), eps, col.name, k)  # NaN: no bin
+    lo, hi = grid_bounds(counts, eps, col.name, k)
     if col.integer:
         lo, hi = math.floor(lo), math.ceil(hi)
     fill = col.fill_value

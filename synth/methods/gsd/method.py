@@ -46,6 +46,7 @@ from synth.privacy.events import Exponential, Gaussian, describe, fraction_linf
 from synth.privacy.mechanisms import exponential_top_k, gaussian
 from synth.privacy.unit import Population
 from synth.schema import CATEGORICAL, Schema
+from synth.source import Chunks
 from synth.validation import Param, specs
 
 QUERIES = "queries"  # the budget stage: choosing and measuring workloads
@@ -92,6 +93,7 @@ class GSD(Synthesizer):
     summary = ("Adaptively picks the worst-answered marginals, measures them with Gaussian noise "
                "and fits a synthetic table to all measurements by genetic search. Mixed types.")
     paper = "Liu, Tang, Vietri, Wu 2023 (ICML)"
+    streams = True
     stages: ClassVar[Mapping[str, float]] = {QUERIES: 1.0}
     accountants: ClassVar[Mapping[str, str]] = {QUERIES: "zcdp"}
     params: ClassVar[Mapping[str, Param]] = specs(
@@ -188,7 +190,7 @@ class GSD(Synthesizer):
 
     # ---- the fit -------------------------------------------------------------------------
 
-    def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
+    def _fit(self, data: Chunks, schema: Schema, ctx: FitContext) -> None:
         n = self.population_.rows
         space = Space(schema)
         classes = build(space, parse_classes(self.queries), self.rng_, levels=int(self.levels),
@@ -231,16 +233,16 @@ class GSD(Synthesizer):
                        weights=[np.zeros(q.size) for q in classes])
 
     @staticmethod
-    def _answer(run: _Rounds, space: Space, data: pd.DataFrame, ctx: FitContext) -> None:
-        """Every query's answer on the private table, computed once: counts over the public
-        n (with units, n̂; with one row per unit, n itself, and the factor is exactly 1)."""
-        ctx.stage("answers", len(run.classes), "answering the queries on the private table "
-                                               "(once)")
-        private = space.encode(data)
-        scale = len(data) / run.n
-        for k, q in enumerate(run.classes):
-            run.true.append(q.answers(private) * scale)
-            ctx.progress("answers", k + 1, len(run.classes))
+    def _answer(run: _Rounds, space: Space, data: Chunks, ctx: FitContext) -> None:
+        """Every query's answer on the private table, read once, a chunk at a time: counts
+        over the public n (with units, n̂; with one row per unit, n itself)."""
+        counts = [np.zeros(q.size) for q in run.classes]
+        for frame in data.scan(ctx, "answers", "answering the queries on the private table "
+                                               "(once)"):
+            private = space.encode(frame)
+            for total, q in zip(counts, run.classes, strict=True):
+                total += q.counts(private)
+        run.true.extend(total / run.n for total in counts)
 
     def _select(self, run: _Rounds, table: np.ndarray, t: int) -> np.ndarray:
         """Round t's worst-answered workloads of ``table``, by report-noisy-max (charged)."""

@@ -127,6 +127,11 @@ class Workloads:
 
     def answers(self, x: np.ndarray) -> np.ndarray:
         """Every query's answer on table ``x``, as fractions of its rows."""
+        return self.counts(x) / len(x)
+
+    def counts(self, x: np.ndarray) -> np.ndarray:
+        """How many rows of ``x`` each query holds for (whole numbers, as floats): summed
+        over a table's chunks, they give its answers exactly."""
         raise NotImplementedError
 
     def track(self, x: np.ndarray, target: np.ndarray, weight: np.ndarray) -> Tracker:
@@ -237,12 +242,12 @@ class Marginals(Workloads):
         codes = np.where(self._numeric, np.minimum(np.floor(v * self._bins), self._bins - 1), v)
         return cell_index(codes.astype(np.int64), self._bins) + self._offsets
 
-    def answers(self, x: np.ndarray) -> np.ndarray:
+    def counts(self, x: np.ndarray) -> np.ndarray:
         counts = np.zeros(self.size)
         for start in range(0, len(x), CHUNK):
             counts += np.bincount(self.cells(x[start:start + CHUNK]).ravel(),
                                   minlength=self.size)
-        return counts / len(x)
+        return counts
 
     def track(self, x, target, weight) -> _MarginalTracker:
         return _MarginalTracker(self, x, target, weight)
@@ -315,12 +320,12 @@ class _Predicates(Workloads):
         """(n, m) truth of each query (or of the queries ``which``) on each row."""
         raise NotImplementedError
 
-    def answers(self, x: np.ndarray) -> np.ndarray:
+    def counts(self, x: np.ndarray) -> np.ndarray:
         total = np.zeros(self.size)
         chunk = max(1, CELLS // self.size)  # rows per block: the (rows, m) truth table is big
         for start in range(0, len(x), chunk):
             total += self.phi(x[start:start + chunk]).sum(axis=0)
-        return total / len(x)
+        return total
 
     def track(self, x, target, weight) -> _PredicateTracker:
         return _PredicateTracker(self, x, target, weight)

@@ -1,0 +1,164 @@
+"""Tables read where they lie, in chunks: the same cells and the same counts as in memory,
+exactly, and a bad file refused before anything is spent."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from synth.data import fingerprint, read_table
+from synth.errors import DataError, SchemaError
+from synth.methods import FitContext, Progress, StageStarted, make
+from synth.methods.gsd.method import GSD, Space
+from synth.methods.gsd.queries import build, parse_classes
+from synth.privacy.budget import Budget
+from synth.privacy.domains import domain_counts
+from synth.schema import infer_schema, prepare
+from synth.source import READ, Chunks, TableFile, read_whole
+
+BUDGET = Budget(1.0, 1e-5)
+
+
+@pytest.fixture
+def sample_file(sample, tmp_path):
+    """The bundled sample as a CSV on disk, read 700 rows at a time (5000 rows: 8 chunks)."""
+    table, schema = sample
+    path = tmp_path / "sample.csv"
+    table.to_csv(path, index=False)
+    return TableFile(path, chunk_rows=700), read_table(path), schema
+
+
+def test_csv_chunks_hold_the_cells_read_table_gives(tmp_path):
+    path = tmp_path / "odd.csv"
+    path.write_text('x; y ;z\n 1;"a;b";NA\n2 ; c;\n;"d ""q""";7\n3;e;n/a\n 4 ;;None\n')
+    file = TableFile(path, chunk_rows=2)
+    whole = read_table(path)
+    assert file.columns == ["x", "y", "z"] and len(file) == 5
+    assert [len(c) for c in file.chunks()] == [2, 2, 1]
+    assert read_whole(file).equals(whole)  # stripped cells, missing markers as NaN, quotes
+    assert fingerprint(file) == fingerprint(whole)
+
+
+def test_parquet_chunks_keep_the_dtypes_pandas_reads(tmp_path):
+    frame = pd.DataFrame({"i": pd.array([1, 2, None, 4, 5, 6], dtype="Int64"),
+                          "j": [1, 2, 3, 4, 5, 6], "s": ["a", None, "b", "c", "d", "e"],
+                          "f": [0.5, 1, 2, 3, 4, np.nan]})
+    frame.to_parquet(tmp_path / "p.parquet", index=False)
+    (tmp_path / "ds").mkdir()
+    frame.iloc[:3].to_parquet(tmp_path / "ds" / "a.parquet", index=False)
+    frame.iloc[3:].to_parquet(tmp_path / "ds" / "b.parquet", index=False)
+    whole = read_table(tmp_path / "p.parquet")
+    for path in (tmp_path / "p.parquet", tmp_path / "ds"):
+        file = TableFile(path, chunk_rows=2)
+        assert len(file) == 6
+        assert read_whole(file).equals(whole), path.name
+        assert fingerprint(file) == fingerprint(whole)
+    # written by another tool: an integer column with a null is read as floats by pandas,
+    # in every chunk, not only in those that hold the null
+    pq.write_table(pa.table({"i": [1, 2, None, 4], "s": ["a", "b", "c", "d"]}),
+                   tmp_path / "plain.parquet")
+    file = TableFile(tmp_path / "plain.parquet", chunk_rows=2)
+    assert all(c["i"].dtype == np.float64 for c in file.chunks())
+    assert read_whole(file).equals(read_table(tmp_path / "plain.parquet"))
+
+
+def test_a_bad_file_is_refused_in_one_line(tmp_path):
+    (tmp_path / "ragged.csv").write_text("x,y\n1,2\n3\n")
+    with pytest.raises(DataError, match=r"'ragged\.csv' cannot be read"):
+        list(TableFile(tmp_path / "ragged.csv").chunks())
+    with pytest.raises(DataError, match="no such file or folder"):
+        TableFile(tmp_path / "absent.csv")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError, match=r"folder without \.parquet files"):
+        TableFile(tmp_path / "empty")
+    with pytest.raises(DataError, match=r"has no columns \['w'\]"):
+        list(TableFile(tmp_path / "ragged.csv").chunks(["w"]))
+
+
+def test_chunked_counts_equal_the_counts_in_memory_exactly(sample_file):
+    file, whole, schema = sample_file
+    prepared = prepare(whole, schema)
+    # domain learning's counts: per category, and over the power-of-two grid
+    learned = list(infer_schema(whole, target="income"))
+    chunked = domain_counts(Chunks.of_file(file, infer_schema(whole), encode=False), learned)
+    in_memory = domain_counts([prepare(whole, infer_schema(whole))], learned)
+    for name, counts in in_memory.items():
+        got = chunked[name]
+        if isinstance(counts, pd.Series):
+            assert got.sort_index().equals(counts.sort_index().astype(np.int64)), name
+        else:
+            assert np.array_equal(got, counts), name
+    # independent marginals' histograms
+    model = make("independent")
+    model.fit(whole, schema, BUDGET)  # sets the discretizer (from the public schema)
+    ctx = FitContext()
+    assert np.array_equal(model.histograms(Chunks.of_file(file, schema), ctx),
+                          model.histograms(Chunks.of_frame(prepared), ctx))
+    # GSD's query answers, marginals and halfspaces alike
+    space = Space(schema)
+    classes = build(space, parse_classes("cat2+bt+halfspace"), np.random.default_rng(0))
+    run = SimpleNamespace(classes=classes, true=[], n=len(whole))  # what _answer reads
+    GSD._answer(run, space, Chunks.of_file(file, schema), ctx)
+    for q, true in zip(classes, run.true, strict=True):
+        assert np.array_equal(true, q.answers(space.encode(prepared)))
+
+
+@pytest.mark.parametrize("method", ["independent", "gsd"])
+def test_a_fit_from_a_file_reads_it_in_chunks_with_progress(sample_file, method):
+    file, _, schema = sample_file
+    events = []
+    params = {"rounds": 2, "max_generations": 20} if method == "gsd" else {}
+    model = make(method, params).fit(file, schema, BUDGET,
+                                     FitContext(on_event=events.append, min_interval=0))
+    stage = "answers" if method == "gsd" else "count"
+    read = [e.step for e in events if isinstance(e, Progress) and e.stage == stage]
+    assert read == [*range(700, 5000, 700), 5000]  # rows read, chunk by chunk
+    assert READ not in {e.stage for e in events if isinstance(e, StageStarted)}  # not loaded
+    assert model.n_rows_ == 5000 and len(model.sample()) == 5000
+    assert model.ledger_.total_epsilon <= 1.0 + 1e-9
+
+
+@pytest.mark.parametrize("method", ["independent", "gsd"])
+def test_a_bad_value_in_the_last_chunk_is_refused_with_nothing_spent(tmp_path, sample, method):
+    table, schema = sample
+    bad = table.copy()
+    bad.loc[len(bad) - 1, "age"] = "old"
+    bad.to_csv(tmp_path / "bad.csv", index=False)
+    model = make(method)
+    with pytest.raises(SchemaError, match="column 'age': 1 values are not numbers"):
+        model.fit(TableFile(tmp_path / "bad.csv", chunk_rows=700), schema, BUDGET)
+    assert model.ledger_.entries == []
+    one = table.assign(income=table["income"].iloc[0])
+    one.to_csv(tmp_path / "one.csv", index=False)
+    with pytest.raises(SchemaError, match="target column 'income' has a single class"):
+        model.fit(TableFile(tmp_path / "one.csv", chunk_rows=700), schema, BUDGET)
+    assert model.ledger_.entries == []
+
+
+def test_domains_are_learned_from_the_chunks_before_the_counts(sample_file):
+    file, whole, _ = sample_file
+    schema = infer_schema(whole, target="income").confirm()  # domains learned privately
+    events = []
+    model = make("independent").fit(file, schema, BUDGET, FitContext(on_event=events.append))
+    stages = [e.stage for e in events if isinstance(e, StageStarted)]
+    assert stages == ["domain", "count", "measure"]
+    assert model.schema_.releasable and model.ledger_.total_epsilon <= 1.0 + 1e-9
+    assert {e.stage for e in model.ledger_.entries} == {"domain", "measure"}
+
+
+def test_a_method_that_needs_rows_reads_the_file_whole(sample_file):
+    file, _, schema = sample_file
+    events = []
+    model = make("dpgan", {"epochs": 0.2}).fit(file, schema, BUDGET,
+                                               FitContext(on_event=events.append))
+    read = [e.step for e in events if isinstance(e, Progress) and e.stage == READ]
+    assert read[-1] == 5000 and model.n_rows_ == 5000
+
+
+def test_a_file_that_changes_under_a_fit_is_refused():
+    chunks = Chunks(5, lambda: [pd.DataFrame({"a": [1, 2, 3, 4]})])
+    with pytest.raises(DataError, match="changed while it was read: 4 rows, not the 5"):
+        list(chunks)
