@@ -1,17 +1,23 @@
-"""Time and peak memory of a fit against the table's rows (issue 21, item 2).
+"""Time and peak memory of a fit against the table's rows and columns (issue 21, item 2).
 
-The tables are Adult resampled with replacement (``default_rng(n)``: benchmark data, not a
-release) to n rows, written as Parquet with the protocol's kinds (numbers as integers) in
-``--data-dir``; a fit reads its file where it lies (:class:`synth.source.TableFile`), the
-methods that only count in chunks. Each fit is a fresh process, so its peak RSS is its own;
-δ is :func:`synth.privacy.budget.default_delta` of n, the schema the protocol's public one.
-The fitted slope is that of log(time) (and log(peak memory)) against log(n) by least
+Rows: Adult resampled with replacement (``default_rng(n)``: benchmark data, not a release)
+to n rows, written as Parquet with the protocol's kinds (numbers as integers), with the
+protocol's public schema. Columns: the wide table of scripts/make_wide_data.py (a public
+latent-class description, 100 columns of mixed kinds) at ``--wide-rows`` rows, fitted on
+its first c columns in an interleaved order (categorical, integer and continuous alike),
+its target always among them. Files are made once in ``--data-dir``.
+
+A fit reads its file where it lies (:class:`synth.source.TableFile`): the methods that only
+count in chunks, the others by loading the schema's columns. Each fit is a fresh process, so
+its peak RSS is its own; δ is :func:`synth.privacy.budget.default_delta` of n. The fitted
+slope is that of log(time) (and log(peak memory)) against log(n), or log(columns), by least
 squares, over the sizes from ``--slope-from`` rows up (below, fixed costs dominate).
 
 Writes benchmarks/results/scale.json and scale.html (log-log charts).
 
     python benchmarks/scale.py --rows 10000 100000 1000000 2000000 10000000 \\
         --methods independent gsd --epsilon 1
+    python benchmarks/scale.py --rows --columns 15 30 60 100 --methods independent gsd dpgan
 """
 
 from __future__ import annotations
@@ -62,16 +68,33 @@ def make_adult(adult: str, n: int, data_dir: Path) -> Path:
     return path
 
 
-def one_fit(path: str, adult: str, method: str, epsilon: float, seed: int) -> dict:
+def make_wide(n: int, data_dir: Path) -> tuple[Path, list[str], str]:
+    """The wide table at ``n`` rows (made once), its columns in interleaved kind order and
+    its public schema as JSON."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    from make_wide_data import description, schema_of, write
+
+    path = data_dir / f"wide_{n}.parquet"
+    schema = write(n, path) if not path.exists() else schema_of(description())
+    kinds: dict[str, list[str]] = {}
+    for col in schema["columns"][:-1]:
+        kinds.setdefault(col["name"][:3], []).append(col["name"])
+    order = [name for group in zip(*kinds.values(), strict=False) for name in group]
+    order += [c["name"] for c in schema["columns"][:-1] if c["name"] not in order]
+    return path, order, json.dumps(schema)
+
+
+def one_fit(path: str, schema_json: str, method: str, epsilon: float, seed: int) -> dict:
     """One fit from the file, in a fresh process: wall time, stages, peak RSS."""
     started = time.perf_counter()
-    from synth.data import read_table
     from synth.methods import FitContext, make
     from synth.privacy.budget import Budget, default_delta
-    from synth.protocol import adult_schema
+    from synth.schema import Schema
     from synth.source import TableFile
 
-    schema = adult_schema(read_table(adult))
+    schema = Schema.from_json(schema_json)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     fitted = time.perf_counter()
     file = TableFile(path)
@@ -79,7 +102,8 @@ def one_fit(path: str, adult: str, method: str, epsilon: float, seed: int) -> di
                              FitContext(postprocessing_seed=seed))
     fit_seconds = time.perf_counter() - fitted
     sample = model.sample(10_000)
-    return {"method": method, "rows": len(file), "columns": len(schema), "epsilon": epsilon,
+    return {"table": Path(path).name.split("_")[0], "method": method, "rows": len(file),
+            "columns": len(schema), "epsilon": epsilon,
             "seed": seed, "fit_seconds": fit_seconds, "timings": model.timings_,
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "rss_before_fit_mib": base, "sampled": len(sample),
@@ -94,23 +118,30 @@ def slope(xs: list[float], ys: list[float]) -> float | None:
     return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
 
 
+AXES = {"adult": "rows", "wide": "columns"}  # what each table's runs vary
+
+
 def summarise(runs: list[dict], slope_from: int) -> dict:
+    """Per table and method: median time (min–max) and peak memory at each size, and the
+    fitted slopes against that table's axis."""
     out: dict = {}
-    for method in sorted({r["method"] for r in runs}):
-        mine = [r for r in runs if r["method"] == method]
-        sizes = sorted({r["rows"] for r in mine})
-        table = {}
-        for n in sizes:
-            times = [r["fit_seconds"] for r in mine if r["rows"] == n]
-            peaks = [r["peak_rss_mib"] for r in mine if r["rows"] == n]
-            table[str(n)] = {"fit_seconds_median": statistics.median(times),
-                             "min": min(times), "max": max(times),
-                             "peak_rss_mib_max": max(peaks), "runs": len(times)}
-        big = [n for n in sizes if n >= slope_from]
-        medians = [table[str(n)]["fit_seconds_median"] for n in big]
-        peaks = [table[str(n)]["peak_rss_mib_max"] for n in big]
-        out[method] = {"by_rows": table, "time_slope": slope(big, medians),
-                       "memory_slope": slope(big, peaks), "slope_over_rows": big}
+    for table, axis in AXES.items():
+        for method in sorted({r["method"] for r in runs if r.get("table") == table}):
+            mine = [r for r in runs if r.get("table") == table and r["method"] == method]
+            sizes = sorted({r[axis] for r in mine})
+            by = {}
+            for size in sizes:
+                times = [r["fit_seconds"] for r in mine if r[axis] == size]
+                peaks = [r["peak_rss_mib"] for r in mine if r[axis] == size]
+                by[str(size)] = {"fit_seconds_median": statistics.median(times),
+                                 "min": min(times), "max": max(times),
+                                 "peak_rss_mib_max": max(peaks), "runs": len(times)}
+            big = [x for x in sizes if axis == "columns" or x >= slope_from]
+            out.setdefault(table, {})[method] = {
+                f"by_{axis}": by,
+                "time_slope": slope(big, [by[str(x)]["fit_seconds_median"] for x in big]),
+                "memory_slope": slope(big, [by[str(x)]["peak_rss_mib_max"] for x in big]),
+                f"slope_over_{axis}": big}
     return out
 
 
@@ -118,18 +149,24 @@ def chart(runs: list[dict], path: Path) -> None:
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("fit time (s)", "peak memory (MiB)"))
-    for method in sorted({r["method"] for r in runs}):
-        mine = sorted((r for r in runs if r["method"] == method), key=lambda r: r["rows"])
-        x = [r["rows"] for r in mine]
-        fig.add_trace(go.Scatter(x=x, y=[r["fit_seconds"] for r in mine], name=method,
-                                 mode="lines+markers", legendgroup=method), 1, 1)
-        fig.add_trace(go.Scatter(x=x, y=[r["peak_rss_mib"] for r in mine], name=method,
-                                 mode="lines+markers", legendgroup=method, showlegend=False),
-                      1, 2)
-    fig.update_xaxes(type="log", title="rows")
+    fig = make_subplots(rows=2, cols=2, subplot_titles=(
+        "fit time (s) against rows", "peak memory (MiB) against rows",
+        "fit time (s) against columns", "peak memory (MiB) against columns"))
+    for row, (table, axis) in enumerate(AXES.items(), 1):
+        for method in sorted({r["method"] for r in runs}):
+            mine = sorted((r for r in runs if r.get("table") == table and
+                           r["method"] == method), key=lambda r: r[axis])
+            if not mine:
+                continue
+            x = [r[axis] for r in mine]
+            for col, what in enumerate(("fit_seconds", "peak_rss_mib"), 1):
+                fig.add_trace(go.Scatter(x=x, y=[r[what] for r in mine], name=method,
+                                         mode="lines+markers", legendgroup=method,
+                                         showlegend=row == 1 and col == 1), row, col)
+        fig.update_xaxes(type="log", title=axis, row=row)
     fig.update_yaxes(type="log")
-    fig.update_layout(title="Fit cost against rows (Adult resampled, Parquet, 2 cores)")
+    fig.update_layout(title="Fit cost against rows (Adult resampled) and columns (wide "
+                            "table), Parquet read where it lies, 2 cores", height=800)
     tmp = path.with_suffix(".tmp")
     fig.write_html(tmp, include_plotlyjs="cdn")
     tmp.replace(path)
@@ -138,8 +175,10 @@ def chart(runs: list[dict], path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--adult", default=str(REPO.parent / "shared/data/adult.csv"))
-    parser.add_argument("--rows", type=int, nargs="+",
+    parser.add_argument("--rows", type=int, nargs="*",
                         default=[10_000, 100_000, 1_000_000, 2_000_000, 10_000_000])
+    parser.add_argument("--columns", type=int, nargs="*", default=[])
+    parser.add_argument("--wide-rows", type=int, default=50_000)
     parser.add_argument("--methods", nargs="+", default=["independent", "gsd"])
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--seeds", type=int, default=1)
@@ -152,16 +191,32 @@ def main() -> None:
     data_dir.mkdir(parents=True, exist_ok=True)
     out = Path(args.out)
     runs = json.loads(out.read_text())["runs"] if out.exists() else []
-    for n in args.rows:
-        path = make_adult(args.adult, n, data_dir)
+    todo = []
+    if args.rows:
+        from synth.data import read_table
+        from synth.protocol import adult_schema
+
+        adult = adult_schema(read_table(args.adult)).to_json()
+        todo += [(make_adult(args.adult, n, data_dir), adult) for n in args.rows]
+    if args.columns:
+        path, order, wide = make_wide(args.wide_rows, data_dir)
+        from synth.schema import Schema
+
+        full = Schema.from_json(wide)
+        for c in args.columns:
+            keep = set(order[:c - 1]) | {full.target}
+            todo.append((path, full.drop([n for n in full.names if n not in keep]).to_json()))
+    for path, schema in todo:
         for method in args.methods:
             for seed in range(args.seeds):
                 with ProcessPoolExecutor(max_workers=1) as pool:
-                    run = pool.submit(one_fit, str(path), args.adult, method, args.epsilon,
+                    run = pool.submit(one_fit, str(path), schema, method, args.epsilon,
                                       seed).result()
-                runs = [r for r in runs if (r["method"], r["rows"], r["seed"], r["epsilon"])
-                        != (method, n, seed, args.epsilon)] + [run]
-                print(f"{method} n={n:,} seed {seed}: fit {run['fit_seconds']:.1f} s, peak "
+                key = ("table", "method", "rows", "columns", "seed", "epsilon")
+                runs = [r for r in runs if tuple(r.get(k) for k in key)
+                        != tuple(run[k] for k in key)] + [run]
+                print(f"{run['table']} {method} n={run['rows']:,} × {run['columns']}, seed "
+                      f"{seed}: fit {run['fit_seconds']:.1f} s, peak "
                       f"{run['peak_rss_mib']:.0f} MiB", flush=True)
                 _write(out, runs, args)
     chart(runs, out.with_suffix(".html"))
@@ -173,9 +228,10 @@ def _write(out: Path, runs: list[dict], args: argparse.Namespace) -> None:
     tmp.write_text(json.dumps({
         "machine": {"platform": platform.platform(), "cores": os.cpu_count(),
                     "python": platform.python_version()},
-        "protocol": "Adult resampled with replacement to n rows (Parquet, protocol kinds), "
-                    "read where it lies; protocol's public schema; δ = default_delta(n); "
-                    "one fresh process per fit",
+        "protocol": "rows: Adult resampled with replacement to n rows (Parquet, protocol "
+                    "kinds), the protocol's public schema; columns: scripts/make_wide_data.py "
+                    "at --wide-rows rows, its first c columns (interleaved kinds); read where "
+                    "it lies; δ = default_delta(n); ε as given; one fresh process per fit",
         "summary": summarise(runs, args.slope_from), "runs": runs}, indent=2) + "\n")
     tmp.replace(out)
 

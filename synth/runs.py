@@ -25,9 +25,10 @@ from synth.errors import SynthError
 from synth.methods import FitContext, Synthesizer, make
 from synth.missing import model_schema
 from synth.privacy.budget import Budget, default_delta, merge_shares
-from synth.privacy.unit import Population, PrivacyUnit, population
+from synth.privacy.unit import Population, PrivacyUnit
 from synth.protocol import cut_points, protocol_split
 from synth.schema import Schema
+from synth.source import TableFile, read_whole, table_population
 
 log = logging.getLogger(__name__)
 
@@ -136,13 +137,15 @@ class Run:
         ledger = getattr(self.model, "ledger_", None)
         return ledger.to_dict() if ledger is not None and ledger.entries else None
 
-    def __call__(self, table: pd.DataFrame, schema: Schema, test: pd.DataFrame | None = None,
-                 ctx: FitContext | None = None, rows: int | None = None,
-                 measure: bool = True) -> RunRecord:
+    def __call__(self, table: pd.DataFrame | TableFile, schema: Schema,
+                 test: pd.DataFrame | None = None, ctx: FitContext | None = None,
+                 rows: int | None = None, measure: bool = True) -> RunRecord:
         """Fit on ``table``, sample ``rows`` (default: as many), and with ``measure`` compare
         the sample with ``table`` (fidelity, the checklist) and ``test`` (utility). A failed
         measurement is recorded in ``scores`` (or the checklist); it never costs the caller
-        the release, which is paid for by then."""
+        the release, which is paid for by then. A table read where it lies (a
+        :class:`~synth.source.TableFile`, which a sweep's worker opens itself) is fitted as
+        it lies; measuring reads its schema's columns whole."""
         ctx = FitContext(postprocessing_seed=self.postprocessing_seed) if ctx is None else ctx
         started = time.perf_counter()
         charge = None if self.account is None else self.account.reserve(
@@ -161,6 +164,8 @@ class Run:
             from synth.evaluation import marginal_tvd, utility
 
             try:
+                if isinstance(table, TableFile):
+                    table = read_whole(table, schema.names)
                 fidelity = marginal_tvd(table, synthetic, schema)
                 if test is not None and not test.empty and schema.target is not None:
                     scores = utility(test, synthetic, schema, real_train=table)
@@ -201,7 +206,7 @@ def _said(exc: Exception) -> str:
     return f"unexpected {type(exc).__name__}: {exc}"
 
 
-def run(table: pd.DataFrame, schema: Schema, method: str, epsilon: float,
+def run(table: pd.DataFrame | TableFile, schema: Schema, method: str, epsilon: float,
         delta: float | None = None, params: Mapping[str, Any] | None = None,
         shares: Mapping[str, float] | None = None, postprocessing_seed: int | None = None,
         test: pd.DataFrame | None = None, ctx: FitContext | None = None,
@@ -210,7 +215,7 @@ def run(table: pd.DataFrame, schema: Schema, method: str, epsilon: float,
     """Configure and run at once (δ by default :func:`default_delta` of the units): see
     :class:`Run`."""
     unit = PrivacyUnit() if unit is None else unit
-    delta = default_delta(population(table, unit).units) if delta is None else delta
+    delta = default_delta(table_population(table, unit).units) if delta is None else delta
     return Run(method, schema, epsilon, delta, params, shares, postprocessing_seed, account,
                unit=unit)(table, schema, test, ctx, measure=measure)
 

@@ -24,6 +24,7 @@ from synth.account import TableAccount
 from synth.errors import ParameterError, SynthError
 from synth.privacy.unit import PrivacyUnit
 from synth.schema import Schema
+from synth.source import TableFile
 
 log = logging.getLogger(__name__)
 
@@ -124,11 +125,13 @@ def grid(methods: Sequence[str], epsilons: Iterable[float], seeds: int = 3,
     return jobs
 
 
-def run_job(job: Job, train: pd.DataFrame, test: pd.DataFrame | None, schema: Schema,
-            delta: float, account: TableAccount | None = None) -> dict[str, Any]:
+def run_job(job: Job, train: pd.DataFrame | TableFile, test: pd.DataFrame | None,
+            schema: Schema, delta: float, account: TableAccount | None = None
+            ) -> dict[str, Any]:
     """Run and measure one job, charged to ``account``: a row of the sweep's table (runs in a
-    worker, which opens the account's file itself). A job that fails is a row too: its
-    ``error`` says why, its ledger columns what it spent before stopping."""
+    worker, which opens the account's file itself, and a table read where it lies too: a
+    :class:`~synth.source.TableFile` travels as its path, never as rows). A job that fails
+    is a row too: its ``error`` says why, its ledger columns what it spent before stopping."""
     from synth.runs import Run
 
     row = {"method": job.method, "epsilon": job.epsilon, "seed": job.seed, "param": job.param,
@@ -155,8 +158,8 @@ def run_job(job: Job, train: pd.DataFrame, test: pd.DataFrame | None, schema: Sc
             "tvd2": figures["tvd2"], "seconds": record.seconds, "error": None}
 
 
-def sweep(jobs: Sequence[Job], train: pd.DataFrame, test: pd.DataFrame | None, schema: Schema,
-          delta: float, n_jobs: int = -1,
+def sweep(jobs: Sequence[Job], train: pd.DataFrame | TableFile, test: pd.DataFrame | None,
+          schema: Schema, delta: float, n_jobs: int = -1,
           on_row: Callable[[int, int, dict[str, Any]], None] | None = None,
           should_stop: Callable[[], bool] | None = None,
           account: TableAccount | None = None) -> pd.DataFrame:

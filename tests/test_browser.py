@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.served import command, free_port
-from synth.data import load_sample
+from synth.data import load_sample, sample_paths
 from synth.methods import make
 from synth.privacy.budget import Budget
 
@@ -406,6 +406,45 @@ def test_tradeoffs_page_sweeps_and_downloads_its_report(page):
     assert "Sweep report: 5 runs of independent" in report
     assert report.count("Plotly.newPlot") >= 4 and "Uses the real data" in report
     assert "Traceback" not in page.content()
+
+
+def test_a_server_file_is_read_by_path_and_a_bad_path_keeps_the_data(tmp_path):
+    """The sidebar's path input: a path outside the data root is refused in one line with
+    the sample kept; a Parquet folder under it is read and synthesized from."""
+    table, _ = load_sample()
+    (tmp_path / "parts").mkdir()
+    table.iloc[:2500].to_parquet(tmp_path / "parts" / "a.parquet", index=False)
+    table.iloc[2500:].to_parquet(tmp_path / "parts" / "b.parquet", index=False)
+    env = {**os.environ, "SYNTH_HOME": str(tmp_path / "home"),
+           "SYNTH_DATA_ROOT": str(tmp_path)}
+    with app_server(env) as (url, _), browsing(url) as page:
+        sidebar = page.get_by_test_id("stSidebar")
+        sidebar.get_by_text("A larger file on this server").click()
+        path = page.get_by_label("Path on this server", exact=True)
+        path.fill("/etc/passwd")
+        path.press("Enter")
+        page.get_by_role("button", name="Read it").click()
+        page.get_by_text("is outside", exact=False).wait_for()
+        sidebar.get_by_text("census demo (bundled sample)", exact=False).first.wait_for()
+        path.fill("parts")
+        path.press("Enter")
+        page.get_by_role("button", name="Read it").click()
+        page.get_by_text("parts: 5,000 rows", exact=False).first.wait_for()
+        sidebar.get_by_text(str(tmp_path / "parts"), exact=False).wait_for()
+        page.get_by_text("Edit a column, or load a schema file").click()  # the public schema
+        page.get_by_test_id("stMain").locator("input[type=file]").set_input_files(
+            str(sample_paths()[1]))
+        page.get_by_text("proposals read from the table").wait_for(state="detached")
+        page.get_by_role("link", name="Synthesize").click()
+        from playwright.sync_api import expect
+
+        run = page.get_by_role("button", name="Run", exact=True)
+        expect(run).to_be_enabled(timeout=WAIT_MS)
+        run.click()
+        page.get_by_role("button", name="Spend and run").click()
+        wait_while_progressing(page, page.get_by_text(
+            "Release: parts: Independent marginals ε=1 #1"), "a release from a server file")
+        assert "Traceback" not in page.content()
 
 
 def test_the_account_outlives_the_server_and_choices_outlive_navigation(tmp_path):

@@ -85,6 +85,40 @@ def test_the_same_sweep_runs_on_a_local_dask_cluster(sample):
     assert remote["tvd1"].notna().all()
 
 
+def test_dask_workers_read_a_table_file_themselves(sample, tmp_path):
+    """A sweep over a table read where it lies sends each job its path, not its rows: the
+    job's table pickles to the same few bytes at any size, and the runs match in-memory
+    ones in everything planned."""
+    distributed = pytest.importorskip("distributed")
+    import pickle
+
+    from joblib import parallel_config
+
+    from synth.source import TableFile
+
+    table, schema = sample
+    train, _, test = protocol_split(table)
+    train.to_parquet(tmp_path / "train.parquet", index=False)
+    pd.concat([train] * 20).to_parquet(tmp_path / "large.parquet", index=False)
+    file = TableFile(tmp_path / "train.parquet")
+    small, big = (len(pickle.dumps(TableFile(tmp_path / n))) for n in ("train.parquet",
+                                                                      "large.parquet"))
+    assert max(small, big) < 4096 and abs(small - big) < 16  # a path and a query
+    assert len(pickle.dumps(train)) > 100 * small  # the rows themselves
+    jobs = grid(["independent", "gsd"], [1.0], seeds=1, fixed={"gsd": {"rounds": 2,
+                                                                     "max_generations": 100}})
+    local = sweep(jobs, train, test, schema, 1e-6, n_jobs=1)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client, parallel_config(backend="dask"), \
+            distributed.get_task_stream(client) as tasks:
+        remote = sweep(jobs, file, test, schema, 1e-6)
+    assert len(tasks.data) >= 1
+    assert remote["error"].isna().all(), remote["error"].tolist()
+    pd.testing.assert_frame_equal(local[PLANNED], remote[PLANNED])
+    assert remote["tvd1"].notna().all() and remote["accuracy"].notna().all()
+
+
 def test_a_grid_sweeps_the_rows_per_unit_or_refuses_by_name():
     """Sweeping k makes one job per k, each protecting the unit at that k; k and another
     parameter at once, or k without a unit column, are refused by name."""
