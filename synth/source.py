@@ -33,8 +33,14 @@ from synth.schema import Schema, check_target, prepare
 
 READ = "read"  # the fit stage that reads a file into memory (a method that needs rows)
 CHUNK_ROWS = 100_000
-MEMORY_LIMIT = "1GB"  # DuckDB's own buffers; a chunk's pandas frame comes on top
-HEAD_BYTES = 1 << 16  # what the delimiter and header are read from
+MEMORY_LIMIT = "1GB"  # each scan's own DuckDB buffers; a chunk's pandas frame comes on top
+THREADS = 2  # DuckDB decodes on 2 threads (the benchmarks' machine); the rest is pandas
+HEAD_BYTES = 1 << 16  # what the delimiter is sniffed from
+MAX_HEADER_BYTES = 1 << 24
+GLOB = set("*?[]{}")
+CSV_ENCODINGS = {"utf-8", "utf-16", "latin-1"}  # what DuckDB's read_csv decodes
+NUMPY_TYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+               "bool", "object", "float32", "float64"}
 
 
 class TableFile:
@@ -42,7 +48,8 @@ class TableFile:
 
     Nothing is read but the header (or Parquet schema) until :meth:`chunks` is iterated.
     ``encoding`` is CSV's: UTF-8 by default (with or without a byte-order mark), or one
-    DuckDB reads (``"latin-1"``, ``"utf-16"``).
+    DuckDB reads (``"latin-1"``, ``"utf-16"``). A file that changes while it is read is
+    refused.
     """
 
     def __init__(self, path: str | os.PathLike, *, chunk_rows: int = CHUNK_ROWS,
@@ -52,40 +59,76 @@ class TableFile:
         self.name = repr(self.path.name)
         if not self.path.exists():
             raise DataError(f"no such file or folder: {str(self.path)!r}")
+        if GLOB & set(str(self.path)):
+            raise DataError(f"{self.name}: DuckDB reads * ? [ ] {{ }} in a path as a pattern, "
+                            "so it could read other files; rename it without them")
+        self._schema = None
         if self.path.is_dir():
-            files = sorted(self.path.rglob("*.parquet"))
-            if not files:
+            self.files = sorted(self.path.rglob("*.parquet"))
+            if not self.files:
                 raise DataError(f"{str(self.path)!r} is a folder without .parquet files")
-            self.size = sum(f.stat().st_size for f in files)
-            self._metadata = _pandas_metadata(files[0])
+            self._schema = _parquet_schema(self.files)
             self._scan = f"read_parquet({_quote(str(self.path / '**' / '*.parquet'))}, " \
                          "hive_partitioning = true)"
             self.kind = "Parquet dataset"
         else:
-            self.size = self.path.stat().st_size
+            self.files = [self.path]
             with open(self.path, "rb") as fh:
                 head = fh.read(HEAD_BYTES)
+                if b"\n" not in head and len(head) == HEAD_BYTES:  # a very wide header
+                    head += fh.readline(MAX_HEADER_BYTES)
             if not head.strip():
                 raise DataError(f"{self.name} is empty")
             if head[:4] == b"PAR1":
+                self._schema = _parquet_schema(self.files)
                 self._scan = f"read_parquet({_quote(str(self.path))})"
                 self.kind = "Parquet"
-                self._metadata = _pandas_metadata(self.path)
             else:
                 self._scan = self._csv_scan(head, encoding)
                 self.kind = "CSV"
+        self.size = sum(f.stat().st_size for f in self.files)
+        self._stamp = self._stamps()
         self.columns = self._columns()
         _check_header(self.columns, self.name)
+        if len(self.columns) < 2:
+            raise DataError(f"{self.name} has only {len(self.columns)} column; a table needs at "
+                            "least 2. Is the delimiter one of , ; tab | ?")
         self._rows: int | None = None
+
+    def _stamps(self) -> list[tuple[int, int]]:
+        return [(f.stat().st_size, f.stat().st_mtime_ns) for f in self.files]
+
+    def check_unchanged(self) -> None:
+        """Refuse a file (or a folder's file) whose size or modification time moved since it
+        was opened: a fit must see one table in every pass."""
+        try:
+            same = self._stamps() == self._stamp
+        except OSError:
+            same = False
+        if not same:
+            raise DataError(f"{self.name} changed while it was read; run again on a file that "
+                            "stays put")
 
     def _csv_scan(self, head: bytes, encoding: str | None) -> str:
         """The read_csv call: our own delimiter sniffing and header, every cell as text."""
         name = encoding or ("utf-16" if head.startswith((codecs.BOM_UTF16_LE,
                                                          codecs.BOM_UTF16_BE)) else "utf-8")
-        text = head.decode("utf-8-sig" if name == "utf-8" else name, errors="ignore")
-        delimiter = _sniff_delimiter(text)
+        if name.lower().replace("_", "-") not in CSV_ENCODINGS:
+            raise DataError(f"{self.name}: a CSV read where it lies must be one of "
+                            f"{', '.join(sorted(CSV_ENCODINGS))}, not {name!r}; save it as "
+                            "UTF-8")
+        line = head.split(b"\n", 1)[0]
+        try:
+            text = line.decode("utf-8-sig" if name == "utf-8" else name)
+        except UnicodeDecodeError as exc:
+            raise DataError(f"{self.name}'s header is not valid {name} (byte "
+                            f"{line[exc.start]:#04x} at position {exc.start})") from None
+        sample = head.decode("utf-8-sig" if name == "utf-8" else name, errors="replace")
+        delimiter = _sniff_delimiter(sample)
         first = next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])
         self._header = [h.strip() for h in first]
+        _check_header(self._header, self.name)
+        _check_case(self._header, self.name)
         columns = ", ".join(f"{_quote(h)}: 'VARCHAR'" for h in self._header)
         return (f"read_csv({_quote(str(self.path))}, header = true, auto_detect = false, "
                 f"columns = {{{columns}}}, delim = {_quote(delimiter)}, quote = '\"', "
@@ -99,6 +142,7 @@ class TableFile:
 
         con = duckdb.connect()
         con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        con.execute(f"SET threads = {THREADS}")
         con.execute("SET enable_progress_bar = false")
         con.execute("SET preserve_insertion_order = true")  # chunks in the file's order
         return con
@@ -109,12 +153,18 @@ class TableFile:
         try:
             return self._connect().sql(sql)
         except duckdb.Error as exc:
-            raise DataError(f"{self.name} cannot be read: {_first_line(exc)}") from None
+            raise DataError(f"{self.name} cannot be read: {_said(exc)}") from None
 
     def _columns(self) -> list[str]:
         if self.kind == "CSV":
             return list(self._header)
-        return [str(c) for c in self._query(f"SELECT * FROM {self._scan} LIMIT 0").columns]
+        _check_case(self._schema.names, self.name)
+        read = [str(c) for c in self._query(f"SELECT * FROM {self._scan} LIMIT 0").columns]
+        if read[:len(self._schema.names)] != self._schema.names:  # hive partitions come last
+            raise DataError(f"{self.name}: DuckDB reads its columns as {read[:20]}, not "
+                            f"{self._schema.names[:20]}")
+        index = _index_columns(self._schema.metadata)  # pandas reads them as the index
+        return [c for c in read if c not in index]
 
     def __len__(self) -> int:
         """The row count (a Parquet file's from its metadata; a CSV's by a scan)."""
@@ -124,80 +174,131 @@ class TableFile:
             try:
                 rows = self._query(f"SELECT count(*) FROM {self._scan}").fetchall()
             except duckdb.Error as exc:
-                raise DataError(f"{self.name} cannot be read: {_first_line(exc)}") from None
+                raise DataError(f"{self.name} cannot be read: {_said(exc)}") from None
             self._rows = int(rows[0][0])
         return self._rows
 
     def chunks(self, columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
-        """The table's rows in order, ``chunk_rows`` at a time, with only ``columns``."""
+        """The table's rows in order, ``chunk_rows`` at a time, with only ``columns``; a
+        file that changed since it was opened is refused at the end of the pass."""
         import duckdb
 
         columns = list(self.columns if columns is None else columns)
         absent = [c for c in columns if c not in self.columns]
         if absent:
             raise DataError(f"{self.name} has no columns {absent}; it has {self.columns[:20]}")
+        self.check_unchanged()
         select = ", ".join(_ident(c) for c in columns)
-        integers = self._nullable_integers(columns)
+        nulls = self._null_dependent(columns)
         try:
             reader = self._query(f"SELECT {select} FROM {self._scan}").to_arrow_reader(
                 self.chunk_rows)
             start = 0
             for batch in reader:
-                frame = self._frame(batch, integers)
+                frame = self._frame(batch, nulls)
                 frame.index = pd.RangeIndex(start, start + len(frame))
                 start += len(frame)
                 yield frame
         except duckdb.Error as exc:
-            raise DataError(f"{self.name} cannot be read: {_first_line(exc)}") from None
+            raise DataError(f"{self.name} cannot be read: {_said(exc)}") from None
+        self.check_unchanged()
 
     def __iter__(self) -> Iterator[pd.DataFrame]:
         return self.chunks()
 
-    def _frame(self, batch, integers: set[str]) -> pd.DataFrame:
-        if self.kind != "CSV" and self._metadata:  # the dtypes pandas wrote (Int64, …)
-            batch = batch.replace_schema_metadata(self._metadata)
-        frame = batch.to_pandas()
+    def _frame(self, batch, nulls: dict[str, str]) -> pd.DataFrame:
         if self.kind == "CSV":
-            cells = frame.to_numpy(dtype=object, na_value="")
-            return pd.DataFrame(_cell(cells), columns=frame.columns, dtype=object)
-        for name in integers:  # pandas reads a whole column with a null as floats
-            frame[name] = frame[name].astype(float)
+            cells = batch.to_pandas().to_numpy(dtype=object, na_value="")
+            return pd.DataFrame(_cell(cells), columns=batch.schema.names, dtype=object)
+        frame = self._as_written(batch).to_pandas()
+        for name, dtype in nulls.items():  # as pandas reads the whole column
+            frame[name] = frame[name].astype(dtype)
         return frame
 
-    def _nullable_integers(self, columns: Sequence[str]) -> set[str]:
-        """Parquet integer columns that pandas did not write and that hold a null anywhere:
-        read whole, pandas gives them as floats, so every chunk must too (one aggregate
-        query, answered from the file's metadata where it can be)."""
+    def _as_written(self, batch):
+        """A DuckDB batch with the file's own Arrow types (DuckDB reads every timestamp in
+        microseconds, say) and pandas' metadata, so pandas converts it as it converts the
+        whole file."""
+        import pyarrow as pa
+
+        fields = [self._schema.field(n) if n in self._schema.names else batch.schema.field(n)
+                  for n in batch.schema.names]
+        arrays = [a if a.type == f.type else a.cast(f.type)
+                  for a, f in zip(batch.columns, fields, strict=True)]
+        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields,
+                                                                   self._schema.metadata))
+
+    def _null_dependent(self, columns: Sequence[str]) -> dict[str, str]:
+        """Parquet columns whose pandas type depends on holding a null: read whole, pandas
+        gives an integer column with a null as floats and a true/false one as objects, so
+        every chunk must convert them alike (one aggregate query, answered from the file's
+        metadata where it can be). A column pandas wrote as Int64 or boolean keeps it."""
+        import pyarrow as pa
+
         if self.kind == "CSV":
-            return set()
-        select = ", ".join(_ident(c) for c in columns)
-        types = self._query(f"SELECT {select} FROM {self._scan} LIMIT 0").dtypes
-        written = _pandas_columns(self._metadata)
-        ints = [c for c, t in zip(columns, types, strict=True)
-                if "INT" in str(t).upper() and c not in written]
-        if not ints:
-            return set()
+            return {}
+        extension = _extension_columns(self._schema.metadata)
+        kinds = {}
+        for name in columns:
+            if name not in self._schema.names or name in extension:
+                continue
+            kind = self._schema.field(name).type
+            if pa.types.is_integer(kind):
+                kinds[name] = "float64"
+            elif pa.types.is_boolean(kind):
+                kinds[name] = "object"
+        if not kinds:
+            return {}
         counts = self._query("SELECT " + ", ".join(f"count(*) - count({_ident(c)})"
-                                                   for c in ints) + f" FROM {self._scan}"
+                                                   for c in kinds) + f" FROM {self._scan}"
                              ).fetchall()[0]
-        return {c for c, nulls in zip(ints, counts, strict=True) if nulls}
+        return {c: t for (c, t), held in zip(kinds.items(), counts, strict=True) if held}
 
 
-def _pandas_metadata(path: Path) -> dict | None:
-    """The schema metadata of a Parquet file (pandas' own dtypes, when pandas wrote it)."""
+def _parquet_schema(files: Sequence[Path]):
+    """The Arrow schema pandas reads the Parquet ``files`` with; files of a folder that
+    disagree on their columns' types are refused (DuckDB would cast them to the first's)."""
     import pyarrow.parquet as pq
 
-    try:
-        metadata = pq.read_schema(path).metadata
-    except Exception as exc:  # pyarrow raises several types for corrupt files
-        raise DataError(f"{path.name!r} looks like Parquet but cannot be read: {exc}") from None
-    return metadata if metadata and b"pandas" in metadata else None
+    schemas = []
+    for f in files:
+        try:
+            schemas.append(pq.read_schema(f))
+        except Exception as exc:  # pyarrow raises several types for corrupt files
+            raise DataError(f"{f.name!r} looks like Parquet but cannot be read: {exc}"
+                            ) from None
+    for f, schema in zip(files[1:], schemas[1:], strict=True):
+        if not schema.remove_metadata().equals(schemas[0].remove_metadata()):
+            raise DataError(f"{f.name!r} has other columns or types than {files[0].name!r}; "
+                            "the files of one table must agree")
+    return schemas[0]
 
 
-def _pandas_columns(metadata: dict | None) -> set[str]:
-    if not metadata:
+def _extension_columns(metadata: dict | None) -> set[str]:
+    """Columns pandas wrote with a nullable extension type (Int64, boolean, …)."""
+    if not metadata or b"pandas" not in metadata:
         return set()
-    return {str(c.get("name")) for c in json.loads(metadata[b"pandas"]).get("columns", [])}
+    columns = json.loads(metadata[b"pandas"]).get("columns", [])
+    return {str(c.get("name")) for c in columns
+            if str(c.get("numpy_type", "")) not in NUMPY_TYPES}
+
+
+def _index_columns(metadata: dict | None) -> set[str]:
+    """Columns that hold a pandas index (``__index_level_0__``), which pandas does not read
+    as data."""
+    if not metadata or b"pandas" not in metadata:
+        return set()
+    return {c for c in json.loads(metadata[b"pandas"]).get("index_columns", [])
+            if isinstance(c, str)}
+
+
+def _check_case(names: Sequence[str], name: str) -> None:
+    """DuckDB's names are case-insensitive: two that differ only in case cannot be read."""
+    lower = [n.lower() for n in names]
+    clash = sorted({n for n, low in zip(names, lower, strict=True) if lower.count(low) > 1})
+    if clash:
+        raise DataError(f"{name}: columns {clash[:6]} differ only in case, which DuckDB reads "
+                        "as one name; rename them")
 
 
 def _quote(text: str) -> str:
@@ -208,8 +309,10 @@ def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+def _said(exc: Exception) -> str:
+    """DuckDB's error on one line (its first line alone can be "CSV Error on Line: 3")."""
+    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    return " ".join(lines[:3])[:400] if lines else type(exc).__name__
 
 
 

@@ -145,28 +145,45 @@ def test_bad_upload_shows_a_message_and_keeps_the_data(app):
 
 def test_a_table_over_the_upload_limit_is_read_by_path_on_the_server(app, monkeypatch,
                                                                      tmp_path):
-    """A Parquet folder under SYNTH_DATA_ROOT is read where it lies, said so, and runs; a
-    path outside the root, or none there, is refused in one line and the data is kept."""
-    monkeypatch.setenv("SYNTH_DATA_ROOT", str(tmp_path))
+    """A Parquet folder under SYNTH_DATA_ROOT is read where it lies, said so, and runs; what
+    is not a table under the root (outside it, hidden, linked out of it, absent) is refused
+    in one line, and the data is kept."""
+    app.run()
+    assert not any(t.key == "server-path" for t in app.sidebar.text_input)  # off by default
+    assert "start the app with SYNTH_DATA_ROOT" in texts(app)
+    root = tmp_path / "root"
+    monkeypatch.setenv("SYNTH_DATA_ROOT", str(root))
     table, _ = load_sample()
-    (tmp_path / "parts").mkdir()
-    table.iloc[:3000].to_parquet(tmp_path / "parts" / "a.parquet", index=False)
-    table.iloc[3000:].to_parquet(tmp_path / "parts" / "b.parquet", index=False)
-    (tmp_path.parent / "outside.csv").write_text("a,b\n1,2\n")
-    for typed, message in (("../outside.csv", "is outside"),
+    (root / "parts").mkdir(parents=True)
+    table.iloc[:3000].to_parquet(root / "parts" / "a.parquet", index=False)
+    table.iloc[3000:].to_parquet(root / "parts" / "b.parquet", index=False)
+    (tmp_path / "outside.csv").write_text("a,b\n1,2\n")
+    (root / ".streamlit").mkdir()
+    (root / ".streamlit" / "secrets.toml").write_text('password = "hunter2"\n')
+    (root / "linked").mkdir()
+    table.to_parquet(tmp_path / "secret.parquet", index=False)
+    (root / "linked" / "a.parquet").symlink_to(tmp_path / "secret.parquet")
+    (root / "notes.md").write_text("a,b\n1,2\n")
+    app.run()
+    for typed, message in (("../outside.csv", "is outside the folder"),
+                           (str(tmp_path / "outside.csv"), "is outside the folder"),
+                           (".streamlit/secrets.toml", "no hidden files"),
+                           ("linked", "links to files outside"),
+                           ("notes.md", "is not a table"),
                            ("absent.parquet", "no such file or folder")):
         app.sidebar.text_input(key="server-path").set_value(typed).run()
         button(app, "Read it").click().run()
         assert any(f"Reading {typed} failed" in e.value and message in e.value
                    for e in app.error), typed
-        assert "census demo (bundled sample): 5,000 rows" in texts(app)  # kept
+        assert "hunter2" not in texts(app) and "census demo (bundled sample): 5,000 rows" in (
+            texts(app))  # kept
     app.sidebar.text_input(key="server-path").set_value("parts").run()
     button(app, "Read it").click().run()
     assert not app.exception and not app.error
     ds = app.session_state["dataset"]
-    assert ds.name == "parts" and ds.where == str(tmp_path / "parts")
+    assert ds.name == "parts" and ds.where == str(root / "parts")
     assert ds.table.reset_index(drop=True).astype(str).equals(table.astype(str))
-    assert f"read from `{tmp_path / 'parts'}`" in texts(app)
+    assert f"read from `{root / 'parts'}`" in texts(app)
     assert "parts: 5,000 rows" in texts(app)
 
 

@@ -1,6 +1,7 @@
 """Tables read where they lie, in chunks: the same cells and the same counts as in memory,
 exactly, and a bad file refused before anything is spent."""
 
+import os
 from types import SimpleNamespace
 
 import numpy as np
@@ -63,6 +64,55 @@ def test_parquet_chunks_keep_the_dtypes_pandas_reads(tmp_path):
     file = TableFile(tmp_path / "plain.parquet", chunk_rows=2)
     assert all(c["i"].dtype == np.float64 for c in file.chunks())
     assert read_whole(file).equals(read_table(tmp_path / "plain.parquet"))
+
+
+def test_types_that_depend_on_the_reader_or_a_null_match_the_whole_read(tmp_path):
+    """Found by an audit: a table read in chunks must have the fingerprint of the same file
+    read whole, or switching how it is read would open a second privacy account."""
+    import datetime
+
+    days = [datetime.datetime(2020, 1, d) for d in range(1, 7)]
+    pq.write_table(pa.table({
+        "ms": pa.array(days, pa.timestamp("ms")),
+        "tz": pa.array(days, pa.timestamp("us", tz="Europe/Paris")),
+        "flag": pa.array([True, False, True, None, False, True]),  # a null in one chunk
+        "n": pa.array([1, 2, 3, 4, None, 6], pa.int8())}), tmp_path / "types.parquet")
+    pd.DataFrame({"flag": [True, None, True, False, True, False],
+                  "t": pd.date_range("2020-01-01", periods=6, tz="UTC")}
+                 ).to_parquet(tmp_path / "pandas.parquet")
+    for name in ("types.parquet", "pandas.parquet"):
+        whole = read_table(tmp_path / name)
+        file = TableFile(tmp_path / name, chunk_rows=2)
+        assert read_whole(file).equals(whole), name
+        assert fingerprint(file) == fingerprint(whole), name
+
+
+def test_what_duckdb_would_misread_is_refused(tmp_path):
+    pd.DataFrame({"Age": [1, 2], "age": [3, 4]}).to_parquet(tmp_path / "case.parquet")
+    (tmp_path / "case.csv").write_text("Age,age\n1,2\n")
+    for name in ("case.parquet", "case.csv"):
+        with pytest.raises(DataError, match=r"\['Age', 'age'\] differ only in case"):
+            TableFile(tmp_path / name)
+    (tmp_path / "d1.csv").write_text("a,b\n1,2\n")  # what DuckDB would read instead
+    (tmp_path / "d[1].csv").write_text("a,b\n3,4\n")
+    with pytest.raises(DataError, match=r"reads \* \? \[ \] \{ \} in a path as a pattern"):
+        TableFile(tmp_path / "d[1].csv")
+    (tmp_path / "mixed").mkdir()
+    pq.write_table(pa.table({"a": pa.array([1, 2], pa.int64())}), tmp_path / "mixed/0.parquet")
+    pq.write_table(pa.table({"a": pa.array([1.5])}), tmp_path / "mixed/1.parquet")
+    with pytest.raises(DataError, match=r"other columns or types than '0\.parquet'"):
+        TableFile(tmp_path / "mixed")
+
+
+def test_a_file_changed_between_passes_is_refused(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("a,b\n1,x\n2,y\n")
+    file = TableFile(path)
+    assert len(read_whole(file)) == 2
+    path.write_text("a,b\n1,x\n2,z\n")  # the same rows, another value
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    with pytest.raises(DataError, match="changed while it was read"):
+        read_whole(file)
 
 
 def test_a_bad_file_is_refused_in_one_line(tmp_path):

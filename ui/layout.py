@@ -14,8 +14,9 @@ from pathlib import Path
 import streamlit as st
 
 from synth.account import Usage
-from synth.data import DEFAULT_MAX_BYTES, read_table
+from synth.data import DEFAULT_MAX_BYTES, human_bytes, read_table
 from synth.errors import DataError
+from synth.methods.base import BYTES_PER_CELL, sample_bound
 from synth.privacy.budget import epsilon_text
 from synth.schema import infer_schema
 from synth.source import TableFile, read_whole
@@ -118,36 +119,69 @@ def sidebar(watched: str | None = None) -> state.Dataset:
     return ds
 
 
-def data_root() -> Path:
-    """The folder whose files the app may read by path: SYNTH_DATA_ROOT, else the folder
-    the app was started from. Whoever can open the app can read what lies under it."""
-    return Path(os.environ.get("SYNTH_DATA_ROOT") or Path.cwd()).expanduser().resolve()
+TABLE_SUFFIXES = {".csv", ".tsv", ".txt", ".parquet"}
+
+
+def data_root() -> Path | None:
+    """The folder whose tables the app may read by path: SYNTH_DATA_ROOT, or None (reading
+    by path is off). Whoever can open the app can read the tables under it."""
+    root = os.environ.get("SYNTH_DATA_ROOT")
+    return Path(root).resolve() if root else None
+
+
+def server_table(typed: str, root: Path, encoding: str | None = None) -> TableFile:
+    """The table at ``typed`` under ``root``, or a refusal naming what the user typed: only
+    tables (.csv, .tsv, .txt, .parquet, or a folder of .parquet files) under the root, no
+    hidden file or folder, no link out of it, and at most what memory holds."""
+    relative = Path(typed)
+    if typed.startswith("~") or any(part.startswith(".") and part not in (".", "..")
+                                    for part in relative.parts):
+        raise DataError(f"{typed!r} is not a table this app reads (no hidden files, no ~)")
+    path = (root / relative).resolve()
+    if not path.is_relative_to(root):
+        raise DataError(f"{typed!r} is outside the folder this app may read "
+                        "(SYNTH_DATA_ROOT)")
+    if path.is_file() and path.suffix.lower() not in TABLE_SUFFIXES:
+        raise DataError(f"{typed!r} is not a table: give a .csv, .tsv, .txt or .parquet "
+                        "file, or a folder of .parquet files")
+    file = TableFile(path, encoding=encoding)
+    if not all(f.resolve().is_relative_to(root) for f in file.files):
+        raise DataError(f"{typed!r} links to files outside the folder this app may read")
+    need = len(file) * len(file.columns) * BYTES_PER_CELL
+    if need > sample_bound():
+        raise DataError(f"{typed!r} holds {len(file):,} rows × {len(file.columns)} columns, "
+                        f"about {human_bytes(need)} in memory, over this app's "
+                        f"{human_bytes(sample_bound())}; fit it with synth run, which reads it "
+                        "where it lies")
+    return file
 
 
 def server_file(encoding: str) -> None:
     """A table over the upload limit, read by path on the machine that runs the app."""
     root = data_root()
     with st.expander("A larger file on this server"):
+        if root is None:
+            st.caption("To read a table larger than the upload limit where it lies on the "
+                       "machine that runs this app, start the app with SYNTH_DATA_ROOT set to "
+                       "the folder that holds it.")
+            return
         st.caption(f"A CSV or Parquet file, or a folder of Parquet files, under `{root}` on "
-                   "the machine that runs this app (SYNTH_DATA_ROOT sets the folder). It is "
-                   "read there, by this server: nothing is uploaded or copied.")
+                   "the machine that runs this app (SYNTH_DATA_ROOT). It is read there, by "
+                   "this server: nothing is uploaded or copied.")
         typed = st.text_input("Path on this server", key="server-path",
-                              placeholder=str(root / "table.parquet"))
-        if st.button("Read it", disabled=not typed.strip()):
-            with state.guard(f"Reading {typed.strip()}"):
-                path = (root / Path(typed.strip()).expanduser()).resolve()
-                if not path.is_relative_to(root):
-                    raise DataError(f"{str(path)!r} is outside {str(root)!r}, the folder this "
-                                    "app may read (set SYNTH_DATA_ROOT to another)")
-                file = TableFile(path, encoding=None if encoding == ENCODINGS[0] else encoding)
+                              placeholder="table.parquet").strip()
+        if st.button("Read it", disabled=not typed):
+            with state.guard(f"Reading {typed}"):
+                file = server_table(typed, root,
+                                    None if encoding == ENCODINGS[0] else encoding)
                 bar = st.progress(0.0, text=f"Reading {file.name}")
                 table = read_whole(file, progress=lambda done, rows: bar.progress(
                     done / rows, text=f"Reading {file.name}: {done:,} of {rows:,} rows"))
                 if table.empty:
                     raise DataError(f"{file.name} has a header but no data rows")
                 schema = infer_schema(table)
-                state.set_dataset(state.Dataset(path.name, table, schema, schema,
-                                                where=str(path)))
+                state.set_dataset(state.Dataset(file.path.name, table, schema, schema,
+                                                where=str(file.path)))
                 st.rerun()
 
 
