@@ -94,6 +94,7 @@ class TableFile:
             raise DataError(f"{self.name} has only {len(self.columns)} column; a table needs at "
                             "least 2. Is the delimiter one of , ; tab | ?")
         self._rows: int | None = None
+        self._nulls: dict[tuple[str, ...], dict[str, str]] = {}  # by the columns read
 
     def _stamps(self) -> list[tuple[int, int]]:
         return [(f.stat().st_size, f.stat().st_mtime_ns) for f in self.files]
@@ -249,10 +250,15 @@ class TableFile:
                 kinds[name] = "object"
         if not kinds:
             return {}
+        key = tuple(kinds)
+        if key in self._nulls:
+            return self._nulls[key]
         counts = self._query("SELECT " + ", ".join(f"count(*) - count({_ident(c)})"
                                                    for c in kinds) + f" FROM {self._scan}"
                              ).fetchall()[0]
-        return {c: t for (c, t), held in zip(kinds.items(), counts, strict=True) if held}
+        self._nulls[key] = {c: t for (c, t), held in zip(kinds.items(), counts, strict=True)
+                            if held}
+        return self._nulls[key]
 
 
 def _parquet_schema(files: Sequence[Path]):
