@@ -80,6 +80,20 @@ def test_learn_domains_needs_a_domain_share():
         learn_domains(prepare(table, schema), schema, ledger)
 
 
+def test_categories_without_delta_are_refused_before_any_column_is_charged():
+    """Found by an audit: a numeric column's bounds were charged, then the next (categorical)
+    column refused for δ = 0, a refusal that needed no data, after spending."""
+    table = pd.DataFrame({"age": [str(20 + i % 40) for i in range(600)],
+                          "job": ["a", "b", "c"] * 200})
+    schema = infer_schema(table)
+    assert [c.kind for c in schema] == ["numeric", "categorical"]  # bounds first
+    ledger = Ledger(Budget(1.0, 0.0, {"domain": 0.5, "measure": 0.5}))
+    with pytest.raises(BudgetError, match=r"columns \['job'\]: learning categories privately "
+                                          "needs δ > 0"):
+        learn_domains(prepare(table, schema), schema, ledger)
+    assert ledger.entries == []
+
+
 def test_public_columns_cost_nothing():
     table = pd.DataFrame({"a": ["x", "y"] * 50, "b": ["1", "2"] * 50})
     schema = infer_schema(table).declare_public()

@@ -147,6 +147,10 @@ def learn_domains(data: pd.DataFrame | Iterable[pd.DataFrame], schema: Schema, l
     if eps <= 0:
         raise BudgetError(f"the {stage!r} share is empty, but columns {names} need their "
                           "domains learned privately")
+    categorical = [c.name for c in todo if c.kind == CATEGORICAL]
+    if categorical and delta <= 0:  # refused before any column's domain is charged
+        raise BudgetError(f"columns {categorical[:6]}: learning categories privately needs "
+                          "δ > 0 in the domain share")
     counts = domain_counts([data] if isinstance(data, pd.DataFrame) else data, todo)
     eps_c, delta_c = eps / len(todo), delta / len(todo)
     learned = {}
@@ -161,9 +165,6 @@ def learn_domains(data: pd.DataFrame | Iterable[pd.DataFrame], schema: Schema, l
 def _learn(col: Column, counts: pd.Series | np.ndarray, eps: float, delta: float,
            ledger: Ledger, stage: str, k: int) -> Column:
     if col.kind == CATEGORICAL:
-        if delta <= 0:
-            raise BudgetError(f"column {col.name!r}: learning categories privately needs δ > 0 "
-                              "in the domain share")
         event = LaplaceThreshold(laplace_scale(eps, k), histogram_l1(1, k),
                                  keep_threshold(eps, delta, k), k)
         ledger.charge(stage, event, f"categories of {col.name!r} (rare ones fold into "
