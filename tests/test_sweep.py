@@ -1,6 +1,8 @@
 """Sweeps: grid expansion, the same grid on any workers (same runs and ledgers; fresh noise, so
 the figures agree as statistics, not bytes), and stopping early."""
 
+import contextlib
+
 import pandas as pd
 import pytest
 
@@ -66,19 +68,27 @@ def test_stopping_keeps_the_finished_rows(sample):
     assert len(rows) == 2 and list(rows["seed"]) == sorted(rows["seed"])
 
 
-def test_the_same_sweep_runs_on_a_local_dask_cluster(sample):
-    """joblib's Dask backend: the workers are Dask's, the table is the same."""
+@contextlib.contextmanager
+def dask_cluster():
+    """joblib's Dask backend on a local cluster of 2 worker processes; yields its task
+    stream (what ran on the workers)."""
     distributed = pytest.importorskip("distributed")
     from joblib import parallel_config
 
-    table, schema = sample
-    train, _, test = protocol_split(table)
-    jobs = grid(["independent"], [1.0], seeds=2, param="bins", values=[4, 16])
-    local = sweep(jobs, train, test, schema, 1e-6, n_jobs=1)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   host="127.0.0.1", dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client, parallel_config(backend="dask"), \
             distributed.get_task_stream(client) as tasks:
+        yield tasks
+
+
+def test_the_same_sweep_runs_on_a_local_dask_cluster(sample):
+    """joblib's Dask backend: the workers are Dask's, the table is the same."""
+    table, schema = sample
+    train, _, test = protocol_split(table)
+    jobs = grid(["independent"], [1.0], seeds=2, param="bins", values=[4, 16])
+    local = sweep(jobs, train, test, schema, 1e-6, n_jobs=1)
+    with dask_cluster() as tasks:
         remote = sweep(jobs, train, test, schema, 1e-6)
     assert len(tasks.data) >= 1  # the runs went through Dask's workers
     pd.testing.assert_frame_equal(local[PLANNED], remote[PLANNED])
@@ -89,10 +99,7 @@ def test_dask_workers_read_a_table_file_themselves(sample, tmp_path):
     """A sweep over a table read where it lies sends each job its path, not its rows: the
     job's table pickles to the same few bytes at any size, and the runs match in-memory
     ones in everything planned."""
-    distributed = pytest.importorskip("distributed")
     import pickle
-
-    from joblib import parallel_config
 
     from synth.source import TableFile
 
@@ -108,10 +115,7 @@ def test_dask_workers_read_a_table_file_themselves(sample, tmp_path):
     jobs = grid(["independent", "gsd"], [1.0], seeds=1, fixed={"gsd": {"rounds": 2,
                                                                      "max_generations": 100}})
     local = sweep(jobs, train, test, schema, 1e-6, n_jobs=1)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client, parallel_config(backend="dask"), \
-            distributed.get_task_stream(client) as tasks:
+    with dask_cluster() as tasks:
         remote = sweep(jobs, file, test, schema, 1e-6)
     assert len(tasks.data) >= 1
     assert remote["error"].isna().all(), remote["error"].tolist()
