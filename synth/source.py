@@ -128,7 +128,6 @@ class TableFile:
         delimiter = _sniff_delimiter(sample)
         first = next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])
         self._header = [h.strip() for h in first]
-        _check_header(self._header, self.name)
         _check_case(self._header, self.name)
         columns = ", ".join(f"{_quote(h)}: 'VARCHAR'" for h in self._header)
         return (f"read_csv({_quote(str(self.path))}, header = true, auto_detect = false, "
@@ -316,8 +315,10 @@ def _ident(name: str) -> str:
 
 
 def _said(exc: Exception) -> str:
-    """DuckDB's error on one line (its first line alone can be "CSV Error on Line: 3")."""
-    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    """DuckDB's error on one line (its first line alone can be "CSV Error on Line: 3"),
+    without the line of data it quotes: a message can reach a ledger's status."""
+    lines = [ln.strip() for ln in str(exc).strip().splitlines()
+             if ln.strip() and not ln.strip().startswith("Original Line")]
     return " ".join(lines[:3])[:400] if lines else type(exc).__name__
 
 
