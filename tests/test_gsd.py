@@ -109,14 +109,28 @@ def test_preview_needs_no_domains(small):
     assert scales[-1].stage == QUERIES and "3 rounds × 1 of" in scales[-1].meaning
 
 
-def test_incremental_loss_equals_a_full_recompute(small):
+def _measured(q, rng, workloads: int) -> np.ndarray:
+    """Weight 1 on ``workloads`` random workloads of ``q``, as an adaptive search has."""
+    weight = np.zeros(q.size)
+    for w in rng.choice(len(q), min(workloads, len(q)), replace=False):
+        weight[q.bounds[w]:q.bounds[w + 1]] = 1.0
+    return weight
+
+
+@pytest.mark.parametrize("measured", ["half the queries", "a few workloads, none in one class"])
+def test_incremental_loss_equals_a_full_recompute(small, measured):
+    """Trackers price edits from the measured queries alone; the loss they give must be the
+    loss over every query, whether many are weighted or (adaptively) a few or none."""
     frame, schema = small
     space = Space(schema)
     rng = np.random.default_rng(1)
     classes = _all_classes(space, rng)
     x = space.encode(frame)
     targets = [np.clip(q.answers(x) + rng.normal(0, 0.01, q.size), 0, 1) for q in classes]
-    weights = [(rng.random(q.size) < 0.5).astype(float) for q in classes]
+    if measured == "half the queries":
+        weights = [(rng.random(q.size) < 0.5).astype(float) for q in classes]
+    else:
+        weights = [_measured(q, rng, 2 * (i > 0)) for i, q in enumerate(classes)]
     d = space.random(150, rng)
     trackers = [q.track(d, t, w) for q, t, w in zip(classes, targets, weights, strict=True)]
     base = loss_of(d, classes, targets, weights)

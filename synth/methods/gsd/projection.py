@@ -6,7 +6,7 @@ table D* with **one cell** changed (mutation: a random value of the column, see
 :meth:`Space.random_values`; crossover: the same column of a random row of a random elite),
 and keeps the ``elite`` best of the old elites and the candidates. A candidate's loss is
 priced incrementally from D*'s residual (see :class:`synth.methods.gsd.queries.Tracker`), so a
-generation costs O(P · slots containing the column), not O(P · N' · m). The loss is the
+generation costs O(P · measured slots containing the column), not O(P · N' · m). The loss is the
 squared L2 distance Σ w·(â − Q(D))² (note C13); the search stops when it improved by less
 than ``tol`` (relative) over the last ``window`` generations (default N', App. D.1), or
 after ``max_generations``.

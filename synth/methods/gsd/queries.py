@@ -18,8 +18,9 @@ replaced). Four classes (Liu et al. 2023, §5.2 and the note's corrections):
 
 The search needs the loss change of a one-cell edit without recomputing any statistic: each
 class's :meth:`track` returns a tracker that keeps the residual r = â − Q(D) of the current best
-table and prices P candidate edits at once. For marginals it touches only the cells of the
-(workload, level) slots that contain the edited column.
+table and prices P candidate edits at once. Like the loss, it looks only at measured
+(weighted) queries: for marginals, the cells of the measured (workload, level) slots that
+contain the edited column.
 """
 
 from __future__ import annotations
@@ -216,31 +217,36 @@ class Marginals(Workloads):
         self._strides = _strides(self._bins)
         self._offsets = np.array([sl.offset for sl in self.slots], dtype=np.int64)
         self._numeric = space.cards[self._cols] == 0
-        self._col_slots, self._col_stride, self._col_bins, self._col_valid = self._by_column()
 
-    def _by_column(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Per column, (d, K): the slots that contain it (padded with slot 0), its stride and
-        bins there, and which entries are real: an edit of the column touches only those."""
+    def by_column(self, slots: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Per column, (d, K): the positions in ``slots`` of those that contain it (padded
+        with 0), its stride and bins there, and which entries are real: an edit of the column
+        touches only those."""
         d = self.space.d
-        per_col = [np.argwhere(self._cols == j) for j in range(d)]  # (slot, position) pairs
+        per_col = [np.argwhere(self._cols[slots] == j) for j in range(d)]  # (position, t)
         width = max(1, max(len(p) for p in per_col))
-        slots = np.zeros((d, width), dtype=np.int64)
+        where = np.zeros((d, width), dtype=np.int64)
         stride = np.zeros((d, width), dtype=np.int64)
         bins = np.ones((d, width), dtype=np.int64)
         valid = np.zeros((d, width), dtype=bool)
         for j, pairs in enumerate(per_col):
-            si, t = pairs[:, 0], pairs[:, 1]
-            slots[j, : len(pairs)] = si
-            stride[j, : len(pairs)] = self._strides[si, t]
-            bins[j, : len(pairs)] = self._bins[si, t]
+            i, t = pairs[:, 0], pairs[:, 1]
+            where[j, : len(pairs)] = i
+            stride[j, : len(pairs)] = self._strides[slots[i], t]
+            bins[j, : len(pairs)] = self._bins[slots[i], t]
             valid[j, : len(pairs)] = True
-        return slots, stride, bins, valid
+        return where, stride, bins, valid
 
-    def cells(self, x: np.ndarray) -> np.ndarray:
-        """(n, S) index of the cell each row falls in, for every slot."""
-        v = x[:, self._cols]  # (n, S, k)
-        codes = np.where(self._numeric, np.minimum(np.floor(v * self._bins), self._bins - 1), v)
-        return cell_index(codes.astype(np.int64), self._bins) + self._offsets
+    def weighted(self, weight: np.ndarray) -> np.ndarray:
+        """The slots holding a query of non-zero weight (the slots tile the answer vector)."""
+        return np.flatnonzero(np.add.reduceat((weight != 0).astype(np.int64), self._offsets))
+
+    def cells(self, x: np.ndarray, slots: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """(n, S) index of the cell each row falls in, for every slot (or those given)."""
+        cols, bins = self._cols[slots], self._bins[slots]
+        v = x[:, cols]  # (n, S, k)
+        codes = np.where(self._numeric[slots], np.minimum(np.floor(v * bins), bins - 1), v)
+        return cell_index(codes.astype(np.int64), bins) + self._offsets[slots]
 
     def counts(self, x: np.ndarray) -> np.ndarray:
         counts = np.zeros(self.size)
@@ -254,17 +260,21 @@ class Marginals(Workloads):
 
 
 class _MarginalTracker(Tracker):
+    """Keeps the cells of the weighted slots only: an adaptive search has measured a few of
+    thousands of workloads, and the others never enter its loss."""
+
     def __init__(self, queries: Marginals, x, target, weight):
         self.q = queries
-        self.cells = queries.cells(x)
+        slots = queries.weighted(weight)
+        self.cells = queries.cells(x, slots)
+        self._slots, self._stride, self._bins, self._valid = queries.by_column(slots)
         counts = np.bincount(self.cells.ravel(), minlength=queries.size)
         super().__init__(x, target, weight, counts / len(x))
 
     def _moves(self, x, rows, cols, values):
-        q = self.q
-        slots, valid = q._col_slots[cols], q._col_valid[cols]  # (P, K)
-        bins, stride = q._col_bins[cols], q._col_stride[cols]
-        numeric = (q.space.cards[cols] == 0)[:, None]
+        slots, valid = self._slots[cols], self._valid[cols]  # (P, K)
+        bins, stride = self._bins[cols], self._stride[cols]
+        numeric = (self.q.space.cards[cols] == 0)[:, None]
         old_v, new_v = x[rows, cols][:, None], np.asarray(values)[:, None]
         old_code = np.where(numeric, np.minimum(np.floor(old_v * bins), bins - 1), old_v)
         new_code = np.where(numeric, np.minimum(np.floor(new_v * bins), bins - 1), new_v)
@@ -273,12 +283,16 @@ class _MarginalTracker(Tracker):
         return slots, valid & (new != old), old, new
 
     def delta(self, x, rows, cols, values) -> np.ndarray:
+        if not self.cells.size:  # nothing of this class is measured yet
+            return np.zeros(len(rows))
         _, moved, old, new = self._moves(x, rows, cols, values)
         r, w, h = self.residual, self.weight, self.h
         change = w[old] * (2 * h * r[old] + h * h) + w[new] * (h * h - 2 * h * r[new])
         return np.where(moved, change, 0.0).sum(axis=1)
 
     def accept(self, x, row, col, value) -> None:
+        if not self.cells.size:
+            return
         slots, moved, old, new = self._moves(x, np.array([row]), np.array([col]),
                                              np.array([value]))
         m = moved[0]
