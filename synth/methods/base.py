@@ -184,8 +184,9 @@ class Synthesizer:
     # one Param per constructor parameter: what fit, the CLI's --set and the app's widgets
     # accept (synth.validation)
     params: ClassVar[Mapping[str, Param]] = {}
-    # True for a method that only counts: its _fit takes the table as Chunks, and a file is
-    # read a chunk at a time; otherwise _fit takes the whole table as a DataFrame
+    # True for a method that reads the table in chunks (it counts, or DP-SGD keeps only the
+    # rows its batches draw): its _fit takes the table as Chunks, and a file is read a chunk
+    # at a time; otherwise _fit takes the whole table as a DataFrame
     streams: ClassVar[bool] = False
 
     def get_params(self) -> dict[str, Any]:
@@ -303,7 +304,7 @@ class Synthesizer:
     def fit(self, table: pd.DataFrame | TableFile, schema: Schema, budget: Budget,
             ctx: FitContext | None = None) -> Synthesizer:
         """Fit on ``table``: a DataFrame, or a :class:`~synth.source.TableFile` read where it
-        lies. A method that only counts (``streams``) reads a file in chunks, holding one at a
+        lies. A method that ``streams`` reads a file in chunks, holding one at a
         time; the others, and any fit with a unit of protection, read its columns whole."""
         ctx = FitContext() if ctx is None else ctx
         if not isinstance(ctx, FitContext):

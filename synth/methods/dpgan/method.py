@@ -25,12 +25,14 @@ import pandas as pd
 from synth.encoding import Discretizer, finalize
 from synth.errors import BudgetError, ParameterError
 from synth.methods.base import FitContext, NoiseScale, Synthesizer
+from synth.methods.dpgan.codes import PrivateCodes
 from synth.privacy.accounting import calibrate
 from synth.privacy.budget import Budget
 from synth.privacy.composition import dp_to_zcdp
 from synth.privacy.events import PoissonSampledGaussian, describe
 from synth.privacy.unit import Population
 from synth.schema import Schema
+from synth.source import Chunks
 from synth.validation import Param, specs
 
 GAN = "gan"
@@ -66,6 +68,7 @@ class DPGAN(Synthesizer):
     summary = ("A GAN whose critic learns with DP-SGD (Opacus); the generator, a mixture of "
                "latent classes, only sees the critic. Learns joint structure.")
     paper = "Xie et al. 2018 (DPGAN), as used in Ebrahimianghazani 2023"
+    streams = True  # DP-SGD keeps only the rows its Poisson batches draw (.codes)
     stages: ClassVar[Mapping[str, float]] = {GAN: 1.0}
     accountants: ClassVar[Mapping[str, str]] = {GAN: "pld"}
     params: ClassVar[Mapping[str, Param]] = specs(
@@ -157,11 +160,14 @@ class DPGAN(Synthesizer):
         steps = math.ceil(self.epochs * math.ceil(population.units / self.batch_size))
         return START_SECONDS + STEP_SECONDS * steps
 
-    def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
+    def _fit(self, data: Chunks, schema: Schema, ctx: FitContext) -> None:
         self.discretizer_ = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
-        self.prior_, self.table_ = self._train_gan(self.discretizer_.codes(data), ctx)
+        codes = PrivateCodes.of_chunks(data, self.discretizer_.codes, len(schema), ctx,
+                                       ctx.check)
+        self.prior_, self.table_ = self._train_gan(codes, ctx)
 
-    def _train_gan(self, codes: np.ndarray, ctx: FitContext) -> tuple[np.ndarray, np.ndarray]:
+    def _train_gan(self, codes: PrivateCodes, ctx: FitContext
+                   ) -> tuple[np.ndarray, np.ndarray]:
         """DP-SGD on ``codes`` as planned for the ledger's whole GAN share."""
         from synth.methods.dpgan.training import GanSettings, train_gan  # imports torch
 

@@ -22,6 +22,7 @@ steps, and the moving average of its iterates that is released, are post-process
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
 import warnings
 from collections.abc import Iterator
@@ -34,6 +35,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from synth.methods.base import FitContext
+from synth.methods.dpgan.codes import PrivateCodes
 from synth.methods.dpgan.networks import Mixture, PairLoss, critic
 from synth.privacy.accounting import pld_epsilon
 from synth.privacy.budget import Ledger
@@ -93,18 +95,21 @@ def private_critic(critic: nn.Module, optimizer: torch.optim.Optimizer, rows: in
         noise_generator=torch_generator(str(device)))
 
 
-def train_gan(codes: np.ndarray, sizes: np.ndarray, event: PoissonSampledGaussian,
+def train_gan(codes: PrivateCodes, sizes: np.ndarray, event: PoissonSampledGaussian,
               ledger: Ledger, stage: str, ctx: FitContext, rng: np.random.Generator, *,
-              units: np.ndarray, batch_size: int, max_grad_norm: float, settings: GanSettings
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """Train on integer ``codes`` (columns of ``sizes`` codes; row i belongs to unit
-    ``units[i]``, at most ``ledger``'s k rows each) by DP-SGD as planned in ``event``, charged
-    to ``ledger``'s ``stage``; ``rng`` seeds the networks' initialisation and fake rows only.
+              units: np.ndarray | None, batch_size: int, max_grad_norm: float,
+              settings: GanSettings) -> tuple[np.ndarray, np.ndarray]:
+    """Train on the private integer ``codes`` (columns of ``sizes`` codes; row i belongs to
+    unit ``units[i]``, at most ``ledger``'s k rows each, or is its own unit when ``units`` is
+    None) by DP-SGD as planned in ``event``, charged to ``ledger``'s ``stage``; ``rng`` seeds
+    the networks' initialisation and fake rows only.
     Returns the averaged generator's (prior logits, per-component column logits) as numpy
     arrays."""
     with warnings.catch_warnings(), threads(MAX_THREADS):
         for message in _BENIGN:
             warnings.filterwarnings("ignore", message=message)
+        if units is None:
+            units = np.arange(codes.rows)
         members, mask = unit_rows(units, ledger.budget.unit.max_rows)
         gan = _Training(codes, sizes, members, mask, event,
                         torch.device(ctx.resolve_device()), rng, batch_size, max_grad_norm,
@@ -155,7 +160,7 @@ def unit_rows(units: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 class _Training:
     """The networks, their optimizers and the private critic's batches, and the steps."""
 
-    def __init__(self, codes: np.ndarray, sizes: np.ndarray, members: np.ndarray,
+    def __init__(self, codes: PrivateCodes, sizes: np.ndarray, members: np.ndarray,
                  mask: np.ndarray, event: PoissonSampledGaussian, device: torch.device,
                  rng: np.random.Generator, batch_size: int, max_grad_norm: float,
                  settings: GanSettings):
@@ -169,10 +174,10 @@ class _Training:
         self.width = int(sizes.sum())
         self.generator = Mixture([int(s) for s in sizes], settings.components).to(device)
         net = critic(self.width, settings.critic_hidden).to(device)
-        offsets = torch.as_tensor(np.concatenate([[0], np.cumsum(sizes)[:-1]]), device=device)
-        self.real = torch.as_tensor(codes, device=device) + offsets  # codes → one-hot positions
-        self.members = torch.as_tensor(members, device=device)  # a unit's rows, padded
-        self.mask = torch.as_tensor(mask, dtype=torch.float32, device=device)
+        self.offsets = torch.as_tensor(np.concatenate([[0], np.cumsum(sizes)[:-1]]),
+                                       device=device)  # codes → one-hot positions
+        self.codes, self.members, self.mask = codes, members, mask  # a unit's rows, padded
+        self.per_window = codes.steps_per_window(batch_size * mask.shape[1])
         self.opt_g = torch.optim.Adam(self.generator.parameters(), lr=settings.lr_generator,
                                       betas=(0.5, 0.9))
         opt_c = torch.optim.Adam(net.parameters(), lr=settings.lr_critic, betas=(0.5, 0.9))
@@ -183,31 +188,47 @@ class _Training:
         self.step, self.critic_loss = 0, float("nan")
 
     def run(self, ctx: FitContext, stage: str, live: _LiveEpsilon) -> None:
-        """Steps until the plan's last: one critic step, one generator step, the average."""
-        while self.step < self.steps:
-            for (idx,) in self.batches:
-                if self.step >= self.steps:  # never a step beyond the plan's noise
-                    break
+        """Steps until the plan's last (never one beyond the plan's noise): one critic step,
+        one generator step, the average."""
+        for real, batches in self.windows():
+            for rows, mask in batches:
                 ctx.check()
-                self.critic_step(idx)
+                self.critic_step(real, rows, mask)
                 generator_loss = self.generator_step()
                 self.update_average()
                 ctx.progress(stage, self.step, self.steps, critic_loss=self.critic_loss,
                              generator_loss=generator_loss, epsilon=live(self.step))
 
-    def critic_step(self, idx: torch.Tensor) -> None:
-        """One DP-SGD step on a Poisson batch of units, each real row paired with a fake row
-        (padding rows too, masked out of the loss: the draws do not depend on the data)."""
+    def windows(self) -> Iterator[tuple[torch.Tensor, list]]:
+        """The plan's Poisson batches of units, a window of steps at a time: the one-hot
+        positions of the rows the window's batches hold, and per step its units' rows (as
+        positions among those) and mask. The batches are drawn before their rows are read."""
+        draws = (idx.numpy() for _ in itertools.count() for (idx,) in self.batches)
+        left = self.steps - self.step
+        while left > 0:
+            units = list(itertools.islice(draws, min(left, self.per_window)))
+            left -= len(units)
+            drawn = np.concatenate(units)
+            held = np.unique(self.members[drawn][self.mask[drawn]])
+            real = torch.as_tensor(self.codes.take(held), device=self.device) + self.offsets
+            last = max(len(held) - 1, 0)  # a padding row may lie past the held rows
+            yield real, [(torch.as_tensor(np.minimum(np.searchsorted(held, self.members[u]),
+                                                     last), device=self.device),
+                          torch.as_tensor(self.mask[u], dtype=torch.float32,
+                                          device=self.device)) for u in units]
+
+    def critic_step(self, real: torch.Tensor, rows: torch.Tensor, mask: torch.Tensor) -> None:
+        """One DP-SGD step on a Poisson batch of units (``rows``: (B, k) positions in
+        ``real``), each real row paired with a fake row (padding rows too, masked out of the
+        loss: the draws do not depend on the data)."""
         self.opt_c.zero_grad(set_to_none=True)
-        if len(idx):
-            idx = idx.to(self.device)
-            b, k = len(idx), self.members.shape[1]
+        if len(rows):
+            b, k = rows.shape
             reals = torch.zeros(b, k, self.width, device=self.device).scatter_(
-                2, self.real[self.members[idx]], 1.0)
+                2, real[rows], 1.0)
             with torch.no_grad():
                 fakes = self.generator(b * k, self.fake_rng).view(b, k, self.width)
-            loss = self.criterion(self.critic(torch.cat([reals, fakes], dim=1)),
-                                  self.mask[idx])
+            loss = self.criterion(self.critic(torch.cat([reals, fakes], dim=1)), mask)
             loss.backward()
             self.critic_loss = loss.item()
         else:  # an empty Poisson batch still takes its step: noise only, as accounted

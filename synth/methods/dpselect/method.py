@@ -34,6 +34,7 @@ import pandas as pd
 from synth.encoding import Discretizer, finalize
 from synth.errors import BudgetError, Cancelled, ParameterError, check_int
 from synth.methods.base import FitContext, NoiseScale, check_rows, resample
+from synth.methods.dpgan.codes import PrivateCodes
 from synth.methods.dpgan.method import DPGAN, GAN
 from synth.methods.dpselect.ga import select_subset
 from synth.methods.dpselect.measure import (
@@ -95,6 +96,7 @@ class DPSelect(DPGAN):
     """
 
     name = "dpselect"
+    streams = False  # selection weighs the pool against the private rows in memory
     title = "DP-Select"
     summary = ("Trains a DP-GAN on a small share of the budget, draws a large pool from it, then "
                "chooses output rows from the pool to match privately measured marginals.")
@@ -327,7 +329,8 @@ class DPSelect(DPGAN):
             measure_plan(self.population_, schema, *self.ledger_.budget.allowance(SELECT),
                          self.rounds, SELECT)
         self.discretizer_ = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
-        self.prior_, self.table_ = self._train_gan(self.discretizer_.codes(data), ctx)
+        self.prior_, self.table_ = self._train_gan(
+            PrivateCodes.of_array(self.discretizer_.codes(data)), ctx)
 
         m = self._pool_rows(n)
         ctx.stage("pool", 1, f"drawing a pool of {m:,} rows from the generator")

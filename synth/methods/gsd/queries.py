@@ -38,8 +38,8 @@ from synth.errors import ParameterError
 from synth.schema import CATEGORICAL, Schema
 
 QUERY_CLASSES = ("cat2", "cat3", "bt", "prefix", "halfspace")
-CHUNK = 4096  # rows per block when answering marginals on a large table
-CELLS = 2**23  # entries per block of a (rows × queries) truth table
+CHUNK = 4096  # rows per block when laying out a large table's cells (DP-Select's pool)
+CELLS = 2**23  # entries per block of a (rows × queries) truth table or (rows × slots × k) cells
 BOUND_ATOM = 0.2  # chance that a numeric mutation proposes one of the column's bounds
 
 
@@ -250,8 +250,9 @@ class Marginals(Workloads):
 
     def counts(self, x: np.ndarray) -> np.ndarray:
         counts = np.zeros(self.size)
-        for start in range(0, len(x), CHUNK):
-            counts += np.bincount(self.cells(x[start:start + CHUNK]).ravel(),
+        block = max(1, CELLS // (len(self.slots) * self.k))  # rows: (rows, slots, k) is big
+        for start in range(0, len(x), block):
+            counts += np.bincount(self.cells(x[start:start + block]).ravel(),
                                   minlength=self.size)
         return counts
 
