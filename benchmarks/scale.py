@@ -18,6 +18,7 @@ Writes benchmarks/results/scale.json and scale.html (log-log charts).
     python benchmarks/scale.py --rows 10000 100000 1000000 2000000 10000000 \\
         --methods independent gsd --epsilon 1
     python benchmarks/scale.py --rows --columns 15 30 60 100 --methods independent gsd dpgan
+    python benchmarks/scale.py --methods dpgan --dpgan-steps 1700
 """
 
 from __future__ import annotations
@@ -86,8 +87,11 @@ def make_wide(n: int, data_dir: Path) -> tuple[Path, list[str], str]:
     return path, order, json.dumps(schema)
 
 
-def one_fit(path: str, schema_json: str, method: str, epsilon: float, seed: int) -> dict:
-    """One fit from the file, in a fresh process: wall time, stages, peak RSS."""
+def one_fit(path: str, schema_json: str, method: str, epsilon: float, seed: int,
+            steps: int | None = None) -> dict:
+    """One fit from the file, in a fresh process: wall time, stages, peak RSS. ``steps``:
+    DP-GAN's epochs are set so that its critic takes about that many steps at any n (at 10
+    epochs, 10M rows would take 780,000 steps: the curve would measure the steps, not n)."""
     started = time.perf_counter()
     from synth.methods import FitContext, make
     from synth.privacy.budget import Budget, default_delta
@@ -98,12 +102,13 @@ def one_fit(path: str, schema_json: str, method: str, epsilon: float, seed: int)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     fitted = time.perf_counter()
     file = TableFile(path)
-    model = make(method).fit(file, schema, Budget(epsilon, default_delta(len(file))),
+    params = {"epochs": steps * 128 / len(file)} if steps and method == "dpgan" else {}
+    model = make(method, params).fit(file, schema, Budget(epsilon, default_delta(len(file))),
                              FitContext(postprocessing_seed=seed))
     fit_seconds = time.perf_counter() - fitted
     sample = model.sample(10_000)
     return {"table": Path(path).name.split("_")[0], "method": method, "rows": len(file),
-            "columns": len(schema), "epsilon": epsilon,
+            "columns": len(schema), "epsilon": epsilon, "params": params,
             "seed": seed, "fit_seconds": fit_seconds, "timings": model.timings_,
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "rss_before_fit_mib": base, "sampled": len(sample),
@@ -182,6 +187,8 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=["independent", "gsd"])
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--dpgan-steps", type=int, default=None,
+                        help="DP-GAN's critic steps at every n (epochs = steps · 128 / n)")
     parser.add_argument("--slope-from", type=int, default=100_000)
     parser.add_argument("--data-dir", default="/tmp/synth-scale")
     parser.add_argument("--out", default=str(OUT / "scale.json"))
@@ -211,7 +218,7 @@ def main() -> None:
             for seed in range(args.seeds):
                 with ProcessPoolExecutor(max_workers=1) as pool:
                     run = pool.submit(one_fit, str(path), schema, method, args.epsilon,
-                                      seed).result()
+                                      seed, args.dpgan_steps).result()
                 key = ("table", "method", "rows", "columns", "seed", "epsilon")
                 runs = [r for r in runs if tuple(r.get(k) for k in key)
                         != tuple(run[k] for k in key)] + [run]

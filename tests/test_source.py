@@ -172,7 +172,7 @@ def test_a_fit_from_a_file_reads_it_in_chunks_with_progress(sample_file, method)
     assert model.ledger_.total_epsilon <= 1.0 + 1e-9
 
 
-@pytest.mark.parametrize("method", ["independent", "gsd"])
+@pytest.mark.parametrize("method", ["independent", "gsd", "dpgan"])
 def test_a_bad_value_in_the_last_chunk_is_refused_with_nothing_spent(tmp_path, sample, method):
     table, schema = sample
     bad = table.copy()
@@ -203,10 +203,55 @@ def test_domains_are_learned_from_the_chunks_before_the_counts(sample_file):
 def test_a_method_that_needs_rows_reads_the_file_whole(sample_file):
     file, _, schema = sample_file
     events = []
-    model = make("dpgan", {"epochs": 0.2}).fit(file, schema, BUDGET,
-                                               FitContext(on_event=events.append))
+    model = make("dpselect", {"epochs": 0.2, "engine": "rows", "pool_multiplier": 2}).fit(
+        file, schema, BUDGET, FitContext(on_event=events.append, min_interval=0))
     read = [e.step for e in events if isinstance(e, Progress) and e.stage == READ]
     assert read[-1] == 5000 and model.n_rows_ == 5000
+
+
+def test_windows_of_a_file_hold_exactly_the_rows_asked_for(sample_file, monkeypatch):
+    """DP-SGD's rows from a file too large to keep: a pass takes the codes of the rows a
+    window's batches drew, across chunk boundaries, as the whole table's codes would be."""
+    from synth.encoding import Discretizer
+    from synth.methods.dpgan import codes as module
+    from synth.methods.dpgan.codes import PrivateCodes
+
+    file, whole, schema = sample_file
+    disc = Discretizer(schema)
+    expected = disc.codes(prepare(whole, schema))
+    ctx = FitContext()
+    kept = PrivateCodes.of_chunks(Chunks.of_file(file, schema), disc.codes, len(schema), ctx)
+    monkeypatch.setattr(module, "CODES", 1000)
+    passes = PrivateCodes.of_chunks(Chunks.of_file(file, schema), disc.codes, len(schema), ctx)
+    rows = np.unique(np.random.default_rng(0).integers(0, 5000, 900))
+    rows = np.union1d(rows, [0, 699, 700, 1399, 4999])  # either side of a chunk's edge
+    for codes in (kept, passes):
+        assert np.array_equal(codes.take(rows), expected[rows])
+    assert np.array_equal(passes.take(np.array([], dtype=np.int64)), expected[:0])
+    assert passes.steps_per_window(128) == 1  # 1,000 codes: a window of one step
+
+
+def test_dpgan_from_a_file_in_windows_is_the_fit_in_memory(sample_file, monkeypatch):
+    """The file is read in chunks (never whole) and, too large to keep, once per window of
+    steps; with the same noise the release is the one a fit on the table in memory gives:
+    the batches, and so the mechanism, are the same."""
+    from synth.methods.dpgan import codes as module
+    from synth.privacy.mechanisms import replayable_noise
+
+    file, whole, schema = sample_file
+    params = {"epochs": 0.2, "batch_size": 100}
+    with replayable_noise(5):
+        memory = make("dpgan", params).fit(whole, schema, BUDGET,
+                                           FitContext(postprocessing_seed=0))
+    monkeypatch.setattr(module, "CODES", 3000)  # a window of one step: 10 passes
+    events = []
+    with replayable_noise(5):
+        windows = make("dpgan", params).fit(file, schema, BUDGET, FitContext(
+            postprocessing_seed=0, on_event=events.append, min_interval=0))
+    read = [e.step for e in events if isinstance(e, Progress) and e.stage == READ]
+    assert read == [*range(700, 5000, 700), 5000]  # checked chunk by chunk, once
+    assert windows.ledger_.to_dict()["entries"] == memory.ledger_.to_dict()["entries"]
+    pd.testing.assert_frame_equal(windows.sample(500, seed=1), memory.sample(500, seed=1))
 
 
 def test_a_file_that_changes_under_a_fit_is_refused():

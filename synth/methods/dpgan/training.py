@@ -108,9 +108,8 @@ def train_gan(codes: PrivateCodes, sizes: np.ndarray, event: PoissonSampledGauss
     with warnings.catch_warnings(), threads(MAX_THREADS):
         for message in _BENIGN:
             warnings.filterwarnings("ignore", message=message)
-        if units is None:
-            units = np.arange(codes.rows)
-        members, mask = unit_rows(units, ledger.budget.unit.max_rows)
+        members, mask = ((np.arange(codes.rows)[:, None], np.ones((codes.rows, 1), bool))
+                         if units is None else unit_rows(units, ledger.budget.unit.max_rows))
         gan = _Training(codes, sizes, members, mask, event,
                         torch.device(ctx.resolve_device()), rng, batch_size, max_grad_norm,
                         settings)
