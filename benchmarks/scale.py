@@ -7,11 +7,12 @@ latent-class description, 100 columns of mixed kinds) at ``--wide-rows`` rows, f
 its first c columns in an interleaved order (categorical, integer and continuous alike),
 its target always among them. Files are made once in ``--data-dir``.
 
-A fit reads its file where it lies (:class:`synth.source.TableFile`): the methods that only
-count in chunks, the others by loading the schema's columns. Each fit is a fresh process, so
-its peak RSS is its own; δ is :func:`synth.privacy.budget.default_delta` of n. The fitted
-slope is that of log(time) (and log(peak memory)) against log(n), or log(columns), by least
-squares, over the sizes from ``--slope-from`` rows up (below, fixed costs dominate).
+A fit reads its file where it lies (:class:`synth.source.TableFile`): the methods that
+stream in chunks, the others by loading the schema's columns. Each fit is a fresh
+interpreter (this script with ``--job``), so its peak RSS is its own; δ is
+:func:`synth.privacy.budget.default_delta` of n. The fitted slope is that of log(time) (and
+log(peak memory)) against log(n), or log(columns), by least squares, over the sizes from
+``--slope-from`` rows up (below, fixed costs dominate).
 
 Writes benchmarks/results/scale.json and scale.html (log-log charts).
 
@@ -29,8 +30,9 @@ import os
 import platform
 import resource
 import statistics
+import subprocess
+import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +40,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "results"
 PIECE = 1_000_000  # rows written per Parquet row group batch
+# each fit in a fresh interpreter, started as a CLI run is (this script with --job)
 
 
 def make_adult(adult: str, n: int, data_dir: Path) -> Path:
@@ -90,8 +93,9 @@ def make_wide(n: int, data_dir: Path) -> tuple[Path, list[str], str]:
 def one_fit(path: str, schema_json: str, method: str, epsilon: float, seed: int,
             steps: int | None = None) -> dict:
     """One fit from the file, in a fresh process: wall time, stages, peak RSS. ``steps``:
-    DP-GAN's epochs are set so that its critic takes about that many steps at any n (at 10
-    epochs, 10M rows would take 780,000 steps: the curve would measure the steps, not n)."""
+    DP-GAN's (and DP-Select's) epochs are set so that the critic takes about that many steps
+    at any n (at 10 epochs, 10M rows would take 780,000 steps: the curve would measure the
+    steps, not n)."""
     started = time.perf_counter()
     from synth.methods import FitContext, make
     from synth.privacy.budget import Budget, default_delta
@@ -102,7 +106,8 @@ def one_fit(path: str, schema_json: str, method: str, epsilon: float, seed: int,
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     fitted = time.perf_counter()
     file = TableFile(path)
-    params = {"epochs": steps * 128 / len(file)} if steps and method == "dpgan" else {}
+    params = ({"epochs": steps * 128 / len(file)} if steps and method in ("dpgan", "dpselect")
+              else {})
     model = make(method, params).fit(file, schema, Budget(epsilon, default_delta(len(file))),
                              FitContext(postprocessing_seed=seed))
     fit_seconds = time.perf_counter() - fitted
@@ -188,11 +193,17 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--dpgan-steps", type=int, default=None,
-                        help="DP-GAN's critic steps at every n (epochs = steps · 128 / n)")
+                        help="DP-GAN's and DP-Select's critic steps at every n (epochs = "
+                             "steps · 128 / n)")
     parser.add_argument("--slope-from", type=int, default=100_000)
     parser.add_argument("--data-dir", default="/tmp/synth-scale")
     parser.add_argument("--out", default=str(OUT / "scale.json"))
+    parser.add_argument("--job", action="store_true",
+                        help="internal: one fit, its arguments as JSON on stdin")
     args = parser.parse_args()
+    if args.job:
+        print(json.dumps(one_fit(*json.loads(sys.stdin.read()))))
+        return
 
     data_dir = Path(args.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -216,9 +227,11 @@ def main() -> None:
     for path, schema in todo:
         for method in args.methods:
             for seed in range(args.seeds):
-                with ProcessPoolExecutor(max_workers=1) as pool:
-                    run = pool.submit(one_fit, str(path), schema, method, args.epsilon,
-                                      seed, args.dpgan_steps).result()
+                job = json.dumps([str(path), schema, method, args.epsilon, seed,
+                                  args.dpgan_steps])
+                done = subprocess.run([sys.executable, __file__, "--job"], input=job,
+                                      capture_output=True, text=True, check=True)
+                run = json.loads(done.stdout.splitlines()[-1])
                 key = ("table", "method", "rows", "columns", "seed", "epsilon")
                 runs = [r for r in runs if tuple(r.get(k) for k in key)
                         != tuple(run[k] for k in key)] + [run]

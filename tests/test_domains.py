@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from synth.errors import BudgetError
+from synth.methods import make
 from synth.privacy.budget import Budget, Ledger
 from synth.privacy.domains import (
     GRID,
@@ -100,3 +101,17 @@ def test_public_columns_cost_nothing():
     ledger = Ledger(Budget(1.0, 1e-5, {"domain": 0.1, "measure": 0.9}))
     assert learn_domains(prepare(table, schema), schema, ledger) is schema
     assert ledger.entries == []
+
+
+@pytest.mark.parametrize("method", ["independent", "gsd"])
+def test_a_plan_its_shares_cannot_pay_is_refused_before_the_domains_are_charged(method):
+    """Found by an audit: the bounds of a column were learned (ε spent), then the method's
+    own Gaussian refused δ = 0, a refusal that needed no data."""
+    table = pd.DataFrame({"age": [str(20 + i % 40) for i in range(600)],
+                          "job": ["a", "b", "c"] * 200})
+    schema = infer_schema(table).confirm().declare_public(["job"])  # age: bounds to learn
+    model = make(method)
+    budget = Budget(1.0, 0.0, model.default_shares(schema))
+    with pytest.raises(BudgetError, match="needs δ > 0"):
+        model.fit(table, schema, budget)
+    assert model.ledger_.entries == []

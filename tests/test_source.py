@@ -231,6 +231,28 @@ def test_windows_of_a_file_hold_exactly_the_rows_asked_for(sample_file, monkeypa
     assert passes.steps_per_window(128) == 1  # 1,000 codes: a window of one step
 
 
+def test_a_window_pass_over_a_changed_table_is_refused_quoting_no_value(sample, monkeypatch):
+    """Every value was checked by the first pass: one a later pass cannot read means the
+    table changed, and the refusal (which may reach a sweep's row) quotes nothing of it."""
+    from synth.encoding import Discretizer
+    from synth.methods.dpgan import codes as module
+    from synth.methods.dpgan.codes import PrivateCodes
+
+    table, schema = sample
+    bad = table.copy()
+    bad["age"] = bad["age"].astype(object)
+    bad.loc[0, "age"] = "secret-age"
+    passes = iter([table, bad])
+    disc = Discretizer(schema)
+    monkeypatch.setattr(module, "CODES", 1000)
+    codes = PrivateCodes.of_chunks(Chunks(len(table), lambda: [next(passes)]),
+                                   lambda f: disc.codes(prepare(f, schema)), len(schema),
+                                   FitContext())
+    with pytest.raises(DataError, match="changed while it was read") as refused:
+        codes.take(np.array([0, 1]))
+    assert "secret" not in str(refused.value)
+
+
 def test_dpgan_from_a_file_in_windows_is_the_fit_in_memory(sample_file, monkeypatch):
     """The file is read in chunks (never whole) and, too large to keep, once per window of
     steps; with the same noise the release is the one a fit on the table in memory gives:

@@ -344,6 +344,7 @@ class Synthesizer:
         for name, value in self.get_params().items():  # as the plain Python values they hold
             if type(value) is not type(values[name]):  # (np.int64(8), 64.0 for an integer):
                 setattr(self, name, values[name])      # torch and JSON take those
+        self._refuse_impossible()
         if unit.max_rows > 1:
             event = rows_event(self.ledger_.budget.allowance(ROWS)[0], unit.max_rows)
             ctx.stage(ROWS, 1, "estimating the row count under DP")
@@ -382,6 +383,16 @@ class Synthesizer:
         self.timings_ = dict(ctx.timings)
         self.schema_ = schema  # set last: it marks the model as fitted
         return self
+
+    def _refuse_impossible(self) -> None:
+        """Refuse, before the first charge (the row count's, the domains'), a share that
+        cannot pay for its mechanism: a stage accounted in zCDP or PLD (Gaussian noise,
+        DP-SGD) needs δ > 0. Only the budget split is read, so the refusal reveals nothing
+        of the table; the methods' own checks, after the domains, stay."""
+        for stage, accountant in self.accountants.items():
+            if accountant in ("zcdp", "pld") and self.ledger_.budget.allowance(stage)[1] <= 0:
+                raise BudgetError(f"the {stage!r} share has δ = 0, but its Gaussian noise "
+                                  f"({accountant} accounting) needs δ > 0: give δ > 0")
 
     def sample(self, n: int | None = None, seed: int | None = None) -> pd.DataFrame:
         """``n`` synthetic rows (default: as many as the private table had)."""

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from synth.errors import DataError, SchemaError
 from synth.source import READ, Chunks
 
 CODES = 2**24  # codes held at once (8 bytes each): the table's, or a window's rows'
@@ -39,8 +40,8 @@ class PrivateCodes:
         between the chunks of a later pass (a cancelled run stops there)."""
         small = len(data) * width <= CODES
         kept = []
-        for frame in data.scan(ctx, READ, f"reading and checking {len(data):,} rows before "
-                                          "anything is spent"):
+        for frame in data.scan(ctx, READ, "reading and checking the table before DP-SGD "
+                                          "spends anything"):
             codes = encode(frame)
             if small:
                 kept.append(codes)
@@ -49,12 +50,16 @@ class PrivateCodes:
 
         def take(rows: np.ndarray) -> np.ndarray:
             out, start = np.empty((len(rows), width), dtype=np.int64), 0
-            for frame in data:
-                check()
-                lo, hi = np.searchsorted(rows, [start, start + len(frame)])
-                if hi > lo:
-                    out[lo:hi] = encode(frame.iloc[rows[lo:hi] - start])
-                start += len(frame)
+            try:
+                for frame in data:
+                    check()
+                    lo, hi = np.searchsorted(rows, [start, start + len(frame)])
+                    if hi > lo:
+                        out[lo:hi] = encode(frame.iloc[rows[lo:hi] - start])
+                    start += len(frame)
+            except SchemaError:  # the first pass checked every value: the file has changed
+                raise DataError("the table changed while it was read: a value the first "
+                                "pass did not hold") from None  # quoting none of them
             return out
 
         return cls(len(data), width, take)

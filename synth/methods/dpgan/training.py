@@ -202,7 +202,9 @@ class _Training:
         """The plan's Poisson batches of units, a window of steps at a time: the one-hot
         positions of the rows the window's batches hold, and per step its units' rows (as
         positions among those) and mask. The batches are drawn before their rows are read."""
-        draws = (idx.numpy() for _ in itertools.count() for (idx,) in self.batches)
+        # copied: a batch's tensor is a view that keeps a large storage alive (1,700 batches
+        # of a 2M-row table held 9.5 GB, against 0.5 GB copied)
+        draws = (idx.numpy().copy() for _ in itertools.count() for (idx,) in self.batches)
         left = self.steps - self.step
         while left > 0:
             units = list(itertools.islice(draws, min(left, self.per_window)))
