@@ -40,7 +40,6 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "results"
 PIECE = 1_000_000  # rows written per Parquet row group batch
-# each fit in a fresh interpreter, started as a CLI run is (this script with --job)
 
 
 def make_adult(adult: str, n: int, data_dir: Path) -> Path:
@@ -227,6 +226,8 @@ def main() -> None:
     for path, schema in todo:
         for method in args.methods:
             for seed in range(args.seeds):
+                # a fresh interpreter, started as a CLI run is (a worker of a process pool
+                # is not: DP-GAN's memory there, before a leak was mended, varied 1-10 GB)
                 job = json.dumps([str(path), schema, method, args.epsilon, seed,
                                   args.dpgan_steps])
                 done = subprocess.run([sys.executable, __file__, "--job"], input=job,
