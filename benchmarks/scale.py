@@ -226,8 +226,7 @@ def main() -> None:
     for path, schema in todo:
         for method in args.methods:
             for seed in range(args.seeds):
-                # a fresh interpreter, started as a CLI run is (a worker of a process pool
-                # is not: DP-GAN's memory there, before a leak was mended, varied 1-10 GB)
+                # a fresh interpreter, started as a CLI run is
                 job = json.dumps([str(path), schema, method, args.epsilon, seed,
                                   args.dpgan_steps])
                 done = subprocess.run([sys.executable, __file__, "--job"], input=job,
