@@ -46,7 +46,7 @@ class PrivateCodes:
             if small:
                 kept.append(codes)
         if small:
-            return cls.of_array(np.concatenate(kept) if kept else np.empty((0, width), int))
+            return cls.of_array(np.concatenate(kept))  # a table with no rows is refused
 
         def take(rows: np.ndarray) -> np.ndarray:
             out, start = np.empty((len(rows), width), dtype=np.int64), 0
