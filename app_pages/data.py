@@ -111,8 +111,9 @@ for col in flagged:
     if any(f.startswith("numbers stored as text") for f in col.flags) and st.button(
             f"Read {col.name} as numbers", key=f"as-numbers:{ds.name}:{col.name}"):
         with state.guard(f"Reading {col.name!r} as numbers"):
-            ds.table = ds.table.assign(**{col.name: as_numbers(ds.table[col.name])})  # anew:
-            # the account's fingerprint is kept per table object
+            # a new object (kept results are keyed per table object); the privacy account
+            # stays the file's as read (ds.read_as)
+            ds.table = ds.table.assign(**{col.name: as_numbers(ds.table[col.name])})
             text_flag = tuple(f for f in col.flags if not f.startswith("numbers stored"))
             state.set_base(ds.base.replace_column(
                 edit_column(replace(col, flags=text_flag), ds.table[col.name], NUMERIC)))

@@ -23,6 +23,7 @@ from synth.privacy.budget import Budget, cautions, default_delta, epsilon_text
 from synth.privacy.composition import explore
 from synth.privacy.domains import DOMAIN
 from synth.privacy.unit import Population, PrivacyUnit, population
+from synth.release import csv_text
 from synth.report import release_report, steward_report
 from synth.schema import Schema
 from ui import layout, parameters, runner, state
@@ -130,7 +131,7 @@ def noise_preview(method: str, params_json: str, people: Population, schema_json
 
 st.subheader("Before you spend anything")
 planned = budget = None
-people = population(runs.split(ds.table, schema, holdout, ds.unit)[0], ds.unit)
+people = population(state.split(ds, schema, holdout)[0], ds.unit)
 rows = people.units
 for line in cautions(epsilon, delta, rows, "people" if ds.unit.declared else "rows"):
     st.warning(line, icon=":material/warning:")
@@ -138,6 +139,15 @@ with state.guard("Planning the budget"):
     planned = runs.Run(method, schema, epsilon, delta, params, shares_given, seed,
                        state.account(ds), rows=people, unit=ds.unit)
     model, budget = planned.model, planned.budget
+    for refusal in planned.plan.refusals:
+        st.error(f"This run would be refused before spending anything: {refusal}.",
+                 icon=":material/block:")
+    for doubt in planned.plan.doubts:
+        st.warning(f"Before you spend: {doubt}.", icon=":material/warning:")
+    if planned.plan.unbounded:
+        st.warning(f"This run may carry **no DP guarantee**: {planned.plan.unbounded}. The "
+                   "account records it as unbounded (ε = ∞) before it runs, and a table with "
+                   "a lifetime limit refuses it.", icon=":material/warning:")
     st.plotly_chart(budget_chart(budget), width="stretch", key="plan")
     for scale in noise_preview(method, json.dumps(model.get_params()), people,
                                json.dumps(schema.to_dict()), epsilon, delta,
@@ -160,7 +170,7 @@ if planned is not None and ds.unit.declared:
                                     key=state.mine("try-k")))
         with state.guard(f"Previewing k = {other}"):
             unit = PrivacyUnit(ds.unit.column, other)
-            them = population(runs.split(ds.table, schema, holdout, ds.unit)[0], unit)
+            them = population(state.split(ds, schema, holdout)[0], unit)
             trial = runs.Run(method, schema, epsilon, delta, params, shares_given, seed,
                              rows=them, unit=unit)
             st.caption(f"At k = {other} the run would use {them.rows:,} of the rows "
@@ -218,11 +228,19 @@ def steward_page(run: state.Run) -> str:
     return steward_report(run.record.release(), run.record.synthetic, run.real, run.schema)
 
 
+def _unlimited(ds: state.Dataset) -> bool:
+    """Whether the table's account has no lifetime limit (unreadable: treated as limited)."""
+    try:
+        return state.account(ds).usage().limit_epsilon is None
+    except Exception:  # the account's own message shows where it is read for the limit
+        return False
+
+
 def start() -> bool:
     """Start the planned run in the background, charged to the table's account; whether it
     started (a failure is shown)."""
     with state.guard("Starting the run"):
-        private, test = runs.split(ds.table, schema, holdout, unit=ds.unit)
+        private, test = state.split(ds, schema, holdout)
         split_note = (f" {cls.share_param}={model.get_params()[cls.share_param]:g}"
                       if cls.share_param else "")
         seed_note = f" seed={seed}" if seed is not None else ""
@@ -237,7 +255,11 @@ def start() -> bool:
 
 blocked = ("a run is in progress" if state.job() is not None
            else "the plan above cannot run" if planned is None
-           else "the schema is not confirmed yet" if schema.proposed else "")
+           else "the schema is not confirmed yet" if schema.proposed
+           else str(planned.plan.refusals[0]) if planned.plan.refusals
+           else "" if not planned.plan.unbounded or _unlimited(ds)
+           else "a run that may carry no DP guarantee is refused under the table's lifetime "
+                "limit")
 plan = "" if planned is None else f"{planned.account.key} {planned.command}"
 if st.button("Run", type="primary", disabled=bool(blocked)):
     state.ask_to_spend("run", plan)
@@ -335,7 +357,7 @@ st.markdown("**The release**: nothing in these files is read from the private ta
 # references; the next click interrupted it, and Streamlit then swept away the reports' deferred
 # callables that the browser still held: "Deferred file … not found", a click that did nothing.
 d1, d2, d3, d4 = st.columns(4)
-d1.download_button("Synthetic table (CSV)", record.synthetic.to_csv(index=False),
+d1.download_button("Synthetic table (CSV)", csv_text(record.synthetic),
                    file_name="synth.csv", mime="text/csv", on_click="ignore")
 d2.download_button("Privacy ledger (JSON)", json.dumps(record.ledger, indent=2),
                    file_name="ledger.json", mime="application/json", on_click="ignore")

@@ -19,7 +19,7 @@ from synth.plots import baseline_lines, pareto_chart, reference_lines, sweep_cha
 from synth.privacy.budget import cautions, default_delta
 from synth.privacy.unit import population
 from synth.report import sweep_report
-from synth.runs import split, synthesized_rows
+from synth.runs import synthesized_rows
 from synth.schema import Schema
 from synth.sweep import DEMO, PRESETS, grid, sweep
 from ui import layout, runner, state
@@ -100,7 +100,7 @@ delta = default_delta(synthesized_rows(people, ds.schema))  # split's train rows
 
 def start() -> bool:
     """Start the sweep in the background, every run charged to the table's account."""
-    train, test = split(ds.table, ds.schema, unit=ds.unit)
+    train, test = state.split(ds, ds.schema)
     job = runner.SweepJob(f"{ds.name}: sweep of {len(jobs)} runs", 0, max(epsilons),
                           total=len(jobs), table=table_key, key=key)
     rows = job.rows  # the thread appends here; the page reads it
@@ -166,8 +166,8 @@ if len(failed):
 st.subheader(f"{len(result)} runs")
 majority = real_tree = None
 if ds.schema.target is not None:
-    reference_scores = reference(f"{table_key} {ds.unit}",
-                                 *split(ds.table, ds.schema, unit=ds.unit), ds.schema)
+    reference_scores = reference(f"{table_key} {ds.unit} {state.split_draw(ds, ds.schema)}",
+                                 *state.split(ds, ds.schema), ds.schema)
     majority, real_tree = reference_scores["majority"], reference_scores["real_accuracy"]
 tabs = st.tabs(["Utility", "Fidelity", "Pareto front", "Runs"])
 with tabs[0]:

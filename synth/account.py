@@ -42,7 +42,7 @@ from pathlib import Path
 import pandas as pd
 
 from synth.data import fingerprint
-from synth.errors import BudgetError, check_delta, check_epsilon
+from synth.errors import AccountError, BudgetError, check_delta, check_epsilon
 from synth.privacy.unit import PrivacyUnit
 
 COMPOSITION = "basic composition across runs: a table's total is the sum of its runs' (ε, δ)"
@@ -91,27 +91,44 @@ class Store:
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else home() / "account.sqlite"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.touch(mode=0o600, exist_ok=True)  # the owner's alone
-        db = sqlite3.connect(self.path, timeout=60)
-        try:  # executescript runs in its own transaction
-            db.executescript("""
-                CREATE TABLE IF NOT EXISTS tables (
-                    key TEXT PRIMARY KEY, name TEXT NOT NULL,
-                    limit_epsilon REAL, limit_delta REAL);
-                CREATE TABLE IF NOT EXISTS charges (
-                    id INTEGER PRIMARY KEY, key TEXT NOT NULL REFERENCES tables(key),
-                    epsilon REAL NOT NULL, delta REAL NOT NULL, status TEXT NOT NULL,
-                    what TEXT NOT NULL, started REAL NOT NULL, unit TEXT NOT NULL);
-                CREATE INDEX IF NOT EXISTS charges_key ON charges(key);""")
-        finally:
-            db.close()
+        with self._failing("opened"):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.touch(mode=0o600, exist_ok=True)  # the owner's alone
+            db = sqlite3.connect(self.path, timeout=60)
+            try:  # executescript runs in its own transaction
+                db.executescript("""
+                    CREATE TABLE IF NOT EXISTS tables (
+                        key TEXT PRIMARY KEY, name TEXT NOT NULL,
+                        limit_epsilon REAL, limit_delta REAL);
+                    CREATE TABLE IF NOT EXISTS charges (
+                        id INTEGER PRIMARY KEY, key TEXT NOT NULL REFERENCES tables(key),
+                        epsilon REAL NOT NULL, delta REAL NOT NULL, status TEXT NOT NULL,
+                        what TEXT NOT NULL, started REAL NOT NULL, unit TEXT NOT NULL);
+                    CREATE INDEX IF NOT EXISTS charges_key ON charges(key);""")
+            finally:
+                db.close()
         with self._transaction() as db:  # one process migrates; the others then see it done
             if "unit" not in {row[1] for row in db.execute("PRAGMA table_info(charges)")}:
                 _add_units(db)
 
+    @contextmanager
+    def _failing(self, how: str) -> Iterator[None]:
+        """A file-system or SQLite failure (a full disk, a folder that is a file) as one line
+        naming the account's file: nothing runs without its account."""
+        try:
+            yield
+        except (OSError, sqlite3.Error) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise AccountError(f"the privacy account {str(self.path)!r} cannot be {how} "
+                               f"({reason}); free space there or set SYNTH_HOME to a writable "
+                               "folder: nothing was run or spent") from None
+
     def key(self, fingerprint: str) -> str:
         """The account's key for a table's fingerprint: an HMAC under this store's secret."""
+        with self._failing("written"):
+            return self._key(fingerprint)
+
+    def _key(self, fingerprint: str) -> str:
         secret = self.path.with_name(self.path.name + ".secret")
         if not secret.exists():  # written whole, then linked into place: the first one wins
             draft = secret.with_name(f"{secret.name}.{os.getpid()}.{secrets.token_hex(4)}")
@@ -130,17 +147,18 @@ class Store:
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, taken at once (``BEGIN IMMEDIATE``): a concurrent writer
         waits for it, so a limit check and its charge are one step."""
-        db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-        try:
-            db.execute("BEGIN IMMEDIATE")
+        with self._failing("written"):
+            db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
             try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
-        finally:
-            db.close()
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield db
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+                db.execute("COMMIT")
+            finally:
+                db.close()
 
     def usage(self, key: str) -> Usage | None:
         with self._transaction() as db:
@@ -164,13 +182,21 @@ class Store:
             return _usage(db, key)
 
     def reserve(self, key: str, name: str, epsilon: float, delta: float, what: str,
-                unit: PrivacyUnit = ONE_ROW) -> int:
+                unit: PrivacyUnit = ONE_ROW, unbounded: str = "") -> int:
         """Charge a run's whole (ε, δ), protecting ``unit``, before it starts, or refuse, with
-        what remains, when it would pass the limit. Returns the charge's id for
-        :meth:`settle`."""
+        what remains, when it would pass the limit. A run that may carry no guarantee
+        (``unbounded`` says why) is charged ε = ∞, so any limit refuses it. Returns the
+        charge's id for :meth:`settle`."""
+        if unbounded:
+            epsilon = math.inf
         with self._transaction() as db:
             _ensure(db, key, name)
             usage = _usage(db, key)
+            if math.isinf(epsilon) and usage.limit_epsilon is not None:
+                raise BudgetError(
+                    f"this run may carry no DP guarantee ({unbounded or 'ε = ∞'}), and table "
+                    f"{name!r} has a lifetime limit ({_words(usage)} remain): a run without "
+                    "a guarantee is refused wherever a limit is set")
             over_eps = usage.limit_epsilon is not None and (
                 usage.epsilon + epsilon > usage.limit_epsilon * (1 + SLACK))
             over_delta = usage.limit_delta is not None and (
@@ -215,8 +241,8 @@ class TableAccount:
                                                    None)
 
     def reserve(self, epsilon: float, delta: float, what: str,
-                unit: PrivacyUnit = ONE_ROW) -> int:
-        return self.store.reserve(self.key, self.name, epsilon, delta, what, unit)
+                unit: PrivacyUnit = ONE_ROW, unbounded: str = "") -> int:
+        return self.store.reserve(self.key, self.name, epsilon, delta, what, unit, unbounded)
 
     def set_limit(self, epsilon: float, delta: float | None = None) -> Usage:
         return self.store.set_limit(self.key, self.name, epsilon, delta)

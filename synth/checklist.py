@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from synth.release import formula_cells, formula_like
 from synth.schema import CATEGORICAL, OTHER, Schema, category_values, numbers_as_text
 
 LOUD = 0.05  # a share above this is a warning, not a note
@@ -58,7 +59,24 @@ def release_checklist(real: pd.DataFrame, synthetic: pd.DataFrame,
             checks.append(Check("numbers as text", f"{col.name}: values such as {example!r} "
                                 "are numbers stored as text, synthesized as categories; read "
                                 "them as numbers and declare the column numeric", warn=True))
-    return checks
+    return checks + _formulas(synthetic)
+
+
+def _formulas(synthetic: pd.DataFrame) -> list[Check]:
+    """Columns whose header or text cells the release's CSV writes with a leading ' (what a
+    spreadsheet would run as a formula): the steward should know the file differs there."""
+    found = formula_cells(synthetic)
+    if not found:
+        return []
+    named = []
+    for name, cells in found.items():
+        parts = (["header"] * formula_like(name)
+                 + [f"{cells:,} cell{'s' * (cells > 1)}"] * bool(cells))
+        named.append(f"{name!r} ({', '.join(parts)})")
+    return [Check("formula-like text",
+                  f"{'; '.join(named)}: text beginning with =, +, -, @, a tab or a CR is "
+                  "written to the CSV with a ' in front, so a spreadsheet shows it instead of "
+                  "running it as a formula (numbers are left as they are)")]
 
 
 def _folded(name: str, values: pd.Series, categories: tuple[str, ...]) -> list[Check]:

@@ -15,18 +15,13 @@ Failures exit non-zero with a one-line cause on stderr.
 from __future__ import annotations
 
 import argparse
-import fcntl
-import hashlib
 import io
 import json
 import math
-import os
 import shlex
 import sys
-import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from synth import declarations, runs
 from synth.account import COMPOSITION, Store, TableAccount, Usage
@@ -38,47 +33,11 @@ from synth.methods.base import check_rows
 from synth.privacy.budget import cautions, default_delta, epsilon_text
 from synth.privacy.unit import PrivacyUnit
 from synth.protocol import protocol_split
+from synth.release import Output, Release
+from synth.release import write_file as _write  # every other file the CLI writes
 from synth.schema import Schema, infer_schema, validate
 from synth.source import TableFile, open_table, table_population
 from synth.sweep import DEMO, PRESETS
-
-
-def _write(path: Path, write) -> None:
-    """``write(tmp)`` into a temporary file beside ``path``, then rename it: a reader sees
-    the old file or the whole new one, never a part of it."""
-    _commit([_staged(path, write)])
-
-
-def _staged(path: Path, write) -> tuple[Path, Path]:
-    """(temporary file holding what ``write`` wrote, its destination)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        os.close(fd)
-    except OSError as exc:
-        raise SynthError(f"cannot write {str(path)!r}: {exc.strerror}") from None
-    tmp = Path(name)
-    try:
-        write(tmp)
-    except BaseException as exc:
-        tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise SynthError(f"cannot write {str(path)!r}: {exc.strerror}") from None
-        raise
-    return tmp, path
-
-
-def _commit(staged: list[tuple[Path, Path]]) -> None:
-    """Rename each staged file onto its destination, in order; on any failure the temporary
-    files still staged are removed."""
-    try:
-        for tmp, path in staged:
-            os.replace(tmp, path)
-    except OSError as exc:
-        raise SynthError(f"cannot write {str(path)!r}: {exc.strerror}") from None
-    finally:
-        for tmp, _ in staged:
-            tmp.unlink(missing_ok=True)
 
 
 class _Bars:
@@ -118,7 +77,7 @@ class _Bars:
 def cmd_schema_infer(args: argparse.Namespace) -> int:
     table = read_table(args.data, max_bytes=args.max_bytes, encoding=args.encoding)
     schema = infer_schema(table, target=args.target)
-    _write(args.out, schema.save)
+    _write(args.out, schema.save, "--out", {"DATA": Path(args.data)})
     for col in schema:
         for flag in col.flags:
             print(f"warning: column {col.name!r}: {flag}", file=sys.stderr)
@@ -184,7 +143,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"caution: {line}", file=sys.stderr)
     if args.rows is not None:  # refused before anything is spent
         check_rows(args.rows, len(schema), "--rows")
-    _distinct({"DATA": Path(args.data), "--out": args.out, "--ledger": args.ledger})
+    # the release's files exist, and have room, before the first charge
+    release = Release(args.out, args.ledger, {"DATA": Path(args.data), "--schema": args.schema},
+                      (people.units * people.max_rows if args.rows is None else args.rows)
+                      * len(schema))  # k·U bounds n̂: public, unlike the rows bounding keeps
+    for path in release.removed:
+        print(f"removed {path}: a temporary file left by an earlier run that stopped while "
+              "writing", file=sys.stderr)
     bars = _Bars(args.quiet)
     released = False
     try:
@@ -192,21 +157,20 @@ def cmd_run(args: argparse.Namespace) -> int:
             postprocessing_seed=args.postprocessing_seed, on_event=bars), rows=args.rows,
             measure=False)
         bars.close()
-        csv = record.synthetic.to_csv(index=False).encode()
-        release = {**record.release(), "status": "released",
-                   "synthetic_sha256": hashlib.sha256(csv).hexdigest()}
-        _release(args.out, csv, args.ledger, release)
+        ledger = release.commit(record.synthetic, record.release())
         released = True
     except BaseException as exc:  # whatever stopped it: say what was spent, release nothing
         bars.close()
         if not released:
-            _stopped(run, args.ledger, exc)
+            _stopped(run, release, exc)
         raise
+    finally:
+        release.abort()
     budget = run.budget
     print(f"wrote {len(record.synthetic)} rows to {args.out} in "
           f"{time.perf_counter() - started:.1f} s; "
-          f"spent ε={epsilon_text(release['total_epsilon'])}, "
-          f"δ={release['total_delta']:.3g} of ε={budget.epsilon:g}, δ={budget.delta:.3g}",
+          f"spent ε={epsilon_text(ledger['total_epsilon'])}, "
+          f"δ={ledger['total_delta']:.3g} of ε={budget.epsilon:g}, δ={budget.delta:.3g}",
           file=sys.stderr)
     if isinstance(table, TableFile):
         print("release checklist: not made for a table read where it lies (it compares the "
@@ -219,47 +183,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _distinct(paths: dict[str, Path]) -> None:
-    """Refuse, by name, two of the run's files that are one file (``--out`` over the private
-    table, say)."""
-    seen: dict[Path, str] = {}
-    for name, path in paths.items():
-        key = Path(path).resolve()
-        if key in seen:
-            raise ParameterError(f"{name} and {seen[key]} are the same file ({str(path)!r}); "
-                                 "give each its own path")
-        seen[key] = name
-
-
-def _release(out: Path, csv: bytes, ledger: Path, record: dict[str, Any]) -> None:
-    """Write the synthetic table and its ledger as one release, whole or absent.
-
-    Both are written to temporary files first, so a failure (an unwritable folder, a full
-    disk) leaves nothing. Then, under a lock on the table's path (two runs cannot interleave),
-    the old table is removed, the ledger is renamed into place and the table last: an
-    interruption leaves a ledger without a table, never a table without its ledger. The
-    ledger holds the table's SHA-256, so a pair can be checked. The lock is on the table's
-    folder (flock on its descriptor), so it leaves no file behind."""
-    staged = [_staged(ledger, lambda p: p.write_text(json.dumps(record, indent=2) + "\n"))]
-    try:
-        staged.append(_staged(out, lambda p: p.write_bytes(csv)))
-        folder = os.open(out.parent, os.O_RDONLY)
-        try:
-            fcntl.flock(folder, fcntl.LOCK_EX)
-            out.unlink(missing_ok=True)
-            _commit(staged)
-        finally:
-            os.close(folder)  # releases the lock
-    except OSError as exc:
-        raise SynthError(f"cannot write {str(out)!r}: {exc.strerror}") from None
-    finally:
-        for tmp, _ in staged:
-            tmp.unlink(missing_ok=True)
-
-
-def _stopped(run: runs.Run, path: Path, exc: BaseException) -> None:
-    """A run that stopped after spending: write its ledger (what ran, nothing released) and
-    say what was spent."""
+def _stopped(run: runs.Run, release: Release, exc: BaseException) -> None:
+    """A run that stopped after spending: put its ledger in place (what ran, nothing
+    released) and say what was spent."""
     ledger = run.spent
     if ledger is None:
         return
@@ -268,11 +194,10 @@ def _stopped(run: runs.Run, path: Path, exc: BaseException) -> None:
            f"failed: {type(exc).__name__}: {exc}")
     # releasable: the command names no file of yours (DATA.csv, schema.json stand in)
     record = {**ledger, "method": run.method, "params": run.model.get_params(),
-              "postprocessing_seed": run.postprocessing_seed, "command": run.command,
-              "status": f"{how}; nothing was released"}
+              "postprocessing_seed": run.postprocessing_seed, "command": run.command}
     try:
-        _write(path, lambda p: p.write_text(json.dumps(record, indent=2) + "\n"))
-        where = f"its ledger is in {path}"
+        release.stopped(record, how)
+        where = f"its ledger is in {release.ledger}"
     except SynthError as err:
         where = f"its ledger could not be written ({err})"
     print(f"the run {how.split(':')[0]} after spending ε={epsilon_text(record['total_epsilon'])}, "
@@ -297,7 +222,8 @@ def cmd_split(args: argparse.Namespace) -> int:
     stem = Path(args.data).stem
     for name, part in zip(("train", "val", "test"), protocol_split(table), strict=True):
         path = args.out_dir / f"{stem}_{name}.csv"
-        _write(path, lambda p, part=part: part.to_csv(p, index=False))
+        _write(path, lambda p, part=part: part.to_csv(p, index=False), "--out-dir",
+               {"DATA": Path(args.data)})
         print(f"wrote {len(part)} rows to {path}", file=sys.stderr)
     return 0
 
@@ -354,12 +280,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     schema = Schema.load(args.schema)
     train, test = runs.split(table, schema)
     delta = args.delta if args.delta is not None else default_delta(len(train))
-    with tqdm(total=len(jobs), desc="sweep", unit="run", file=sys.stderr,
-              disable=args.quiet) as bar:
-        rows = sw.sweep(jobs, train, test, schema, delta, n_jobs=args.jobs,
-                        on_row=lambda done, total, row: bar.update(1),
-                        account=TableAccount.of(table, Path(args.data).name))
-    _write(args.out, lambda p: rows.to_csv(p, index=False))
+    # the sweep's table can be written, and is no input, before its first run spends
+    out = Output(args.out, "--out", {"DATA": Path(args.data), "--schema": args.schema})
+    try:
+        with tqdm(total=len(jobs), desc="sweep", unit="run", file=sys.stderr,
+                  disable=args.quiet) as bar:
+            rows = sw.sweep(jobs, train, test, schema, delta, n_jobs=args.jobs,
+                            on_row=lambda done, total, row: bar.update(1),
+                            account=TableAccount.of(table, Path(args.data).name))
+        out.commit(lambda p: rows.to_csv(p, index=False))
+    finally:
+        out.abort()
     failed = rows[rows["error"].notna()]
     print(f"wrote {len(rows)} runs to {args.out}"
           + (f"; {len(failed)} failed (their error column says why)" if len(failed) else ""),
@@ -413,7 +344,9 @@ def cmd_report(args: argparse.Namespace) -> int:
             page = report.steward_report(record, synthetic, real,
                                          Schema.from_dict(record.get("schema")))
             what = "steward-only report (it compares with --real: keep it, do not release it)"
-    _write(args.out, lambda p: p.write_text(page))
+    _write(args.out, lambda p: p.write_text(page), "--out", {
+        "SOURCE": source, **({"--synthetic": Path(args.synthetic)} if args.synthetic else {}),
+        **({"--real": Path(args.real)} if args.real else {})})
     print(f"wrote {what} to {args.out}", file=sys.stderr)
     return 0
 

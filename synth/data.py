@@ -14,7 +14,7 @@ import io
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 import pandas as pd
@@ -129,8 +129,13 @@ def read_table(source: Source, *, max_bytes: int = DEFAULT_MAX_BYTES, encoding: 
 
 
 def _read_parquet(raw: bytes, name: str) -> pd.DataFrame:
+    import pyarrow.parquet as pq
+
     try:
+        check_flat(pq.read_schema(io.BytesIO(raw)), name)
         table = pd.read_parquet(io.BytesIO(raw))
+    except DataError:
+        raise
     except Exception as exc:  # pyarrow raises several types for corrupt files
         raise DataError(f"{name} looks like Parquet but cannot be read: {exc}") from None
     table.columns = [str(c) for c in table.columns]
@@ -138,6 +143,19 @@ def _read_parquet(raw: bytes, name: str) -> pd.DataFrame:
     if table.empty:
         raise DataError(f"{name} has a header but no data rows")
     return table
+
+
+def check_flat(schema: Any, name: str) -> None:
+    """Refuse a Parquet table (its Arrow ``schema``) with nested columns, by name: a list,
+    struct or map cell is no value any method models, nor one a fingerprint can hash."""
+    import pyarrow as pa
+
+    nested = [f"{f.name!r} ({str(f.type).split('<')[0]})" for f in schema
+              if pa.types.is_nested(f.type)]
+    if nested:
+        raise DataError(f"{name}: nested columns are not supported: {', '.join(nested[:6])}"
+                        f"{' …' if len(nested) > 6 else ''}; flatten them into plain columns, "
+                        "or leave them out of the file")
 
 
 def _decode(raw: bytes, name: str, encoding: str | None) -> str:

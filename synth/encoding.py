@@ -170,3 +170,19 @@ def finalize(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
                 x = np.clip(x, col.lower, col.upper)
             out[col.name] = np.round(x).astype(np.int64) if col.integer else x
     return pd.DataFrame(out)
+
+
+def model_width(schema: Schema, bins: int, exact_integers: int = 0) -> int:
+    """How many codes a :class:`Discretizer` of ``schema`` would hold, at most, worked out
+    without building its edges (a memory model must price ``bins = 10**12`` before any
+    array of that size is made)."""
+    width = 0
+    for col in schema:
+        if col.kind == CATEGORICAL:
+            width += max(len(col.categories or ()), 1)
+        elif col.integer and col.lower is not None and (
+                col.upper - col.lower + 1 <= exact_integers):
+            width += int(col.upper - col.lower + 1)
+        else:
+            width += int(bins) + 2
+    return width

@@ -23,6 +23,10 @@ class BudgetError(SynthError):
     """A privacy budget is invalid, or a mechanism would spend more than it allows."""
 
 
+class AccountError(SynthError):
+    """The persistent privacy account cannot be read or written (a full disk, say)."""
+
+
 class ParameterError(SynthError):
     """A method or mechanism got a parameter it cannot use."""
 

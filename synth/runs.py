@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import shlex
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from synth.account import DONE, STOPPED, UNBOUNDED, TableAccount
@@ -24,8 +26,10 @@ from synth.checklist import Check, release_checklist
 from synth.errors import SynthError
 from synth.methods import FitContext, Synthesizer, make
 from synth.missing import model_schema
+from synth.plan import Plan, plan
 from synth.privacy.budget import Budget, default_delta, merge_shares
-from synth.privacy.unit import Population, PrivacyUnit
+from synth.privacy.mechanisms import fresh_rng
+from synth.privacy.unit import Population, PrivacyUnit, population
 from synth.protocol import cut_points, protocol_split
 from synth.schema import Schema
 from synth.source import TableFile, read_whole, table_population
@@ -42,14 +46,21 @@ def split(table: pd.DataFrame, schema: Schema, hold_out: bool = True,
     one) and ``hold_out``, the protocol split's test sixth is held out and its train and
     validation parts are synthesized; otherwise every row is synthesized.
 
-    With a privacy unit, whole units are held out, each by a hash of its own ID (about one
-    in six): a person's rows stay together, and changing one person changes only where that
-    person's rows go. (Shuffling rows would not do: the row count is private then, and one
-    person's rows would move everyone else's between the parts.)"""
+    With a privacy unit, whole units are held out: of the table's U units (public under the
+    relation), exactly ``cut_points(U)[1]`` are synthesized, a uniformly random subset drawn
+    with OS entropy. The part's unit count is then a function of U alone (a hash of each ID
+    would let renaming one person move it), and one person's rows never move anyone else's.
+    The draw is fresh on every call: a caller that previews and then runs splits once and
+    keeps the parts (the app keeps them per table)."""
     if not hold_out or schema.target is None:
         return table, None
     if unit is not None and unit.declared and unit.column in table.columns:
-        test = pd.util.hash_pandas_object(table[unit.column], index=False).to_numpy() % 6 == 5
+        codes, ids = pd.factorize(table[unit.column])
+        if (codes < 0).any():
+            population(table, unit)  # refuses, naming the column
+        keep = np.zeros(len(ids), dtype=bool)
+        keep[fresh_rng().permutation(len(ids))[:cut_points(len(ids))[1]]] = True
+        test = ~keep[codes]
         return (table[~test].reset_index(drop=True), table[test].reset_index(drop=True))
     train, validation, test = protocol_split(table)
     return pd.concat([train, validation], ignore_index=True), test
@@ -124,6 +135,12 @@ class Run:
         self.budget = self.model.budget_for(Budget(epsilon, delta, merge_shares(
             self.model.default_shares(schema, unit), dict(shares or {})), unit), schema)
         self.postprocessing_seed = postprocessing_seed
+        # what a run on the given population would refuse or risk: the page shows it
+        self.plan = None if rows is None else self.plan_for(Population.of(rows, unit), schema)
+
+    def plan_for(self, population: Population, schema: Schema) -> Plan:
+        """The run's :class:`~synth.plan.Plan` on ``population`` (public facts only)."""
+        return plan(self.model, population, schema, self.budget)
 
     @property
     def command(self) -> str:
@@ -148,9 +165,13 @@ class Run:
         it lies; measuring reads its schema's columns whole."""
         ctx = FitContext(postprocessing_seed=self.postprocessing_seed) if ctx is None else ctx
         started = time.perf_counter()
+        planned = self.plan_for(table_population(table, self.budget.unit), schema)
+        planned.check()  # a doomed run is refused before the account is charged
+        # a run that may carry no guarantee is recorded as unbounded (ε = ∞) before it runs,
+        # so a lifetime limit refuses it; it settles to its ledger's ε if it kept one
         charge = None if self.account is None else self.account.reserve(
-            self.budget.epsilon, self.budget.delta, self.command,
-            self.budget.unit)  # or refused: nothing read
+            math.inf if planned.unbounded else self.budget.epsilon, self.budget.delta,
+            self.command, self.budget.unit, planned.unbounded)  # or refused: nothing read
         try:
             model = self.model.fit(table, schema, self.budget, ctx)
         except BaseException:

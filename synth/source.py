@@ -1,11 +1,11 @@
 """A table read where it lies, in chunks: for files larger than memory, or than an upload.
 
 DuckDB scans the file: a CSV, a Parquet file, or a folder of Parquet files (a dataset, hive
-partitions included). It reads only the columns asked for, streams them as Arrow batches of
-``chunk_rows`` rows under a fixed memory limit, and counts a Parquet file's rows from its
-metadata. DuckDB rather than Polars because one SQL surface covers CSV, Parquet files and
-folders, its memory limit and thread count are settings we control, and it has no Python
-dependencies to conflict with our pins.
+partitions included, its hidden files left out). It reads only the columns asked for, streams
+them as Arrow batches of ``chunk_rows`` rows under a fixed memory limit, and counts a Parquet
+file's rows from its metadata. DuckDB rather than Polars because one SQL surface covers CSV,
+Parquet files and folders, its memory limit and thread count are settings we control, and it
+has no Python dependencies to conflict with our pins.
 
 Every chunk holds what :func:`synth.data.read_table` would give for the same rows (CSV cells
 as stripped strings with the missing markers as NaN; Parquet columns as pandas reads them),
@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from synth import missing
-from synth.data import _cell, _check_header, _sniff_delimiter, human_bytes
+from synth.data import _cell, _check_header, _sniff_delimiter, check_flat, human_bytes
 from synth.errors import DataError, check_int
 from synth.privacy.unit import Population, PrivacyUnit, population
 from synth.schema import Schema, check_target, prepare
@@ -59,19 +59,16 @@ class TableFile:
         self.name = repr(self.path.name)
         if not self.path.exists():
             raise DataError(f"no such file or folder: {str(self.path)!r}")
-        if GLOB & set(str(self.path)):
-            raise DataError(f"{self.name}: DuckDB reads * ? [ ] {{ }} in a path as a pattern, "
-                            "so it could read other files; rename it without them")
         self._schema = None
         if self.path.is_dir():
-            self.files = sorted(self.path.rglob("*.parquet"))
-            if not self.files:
-                raise DataError(f"{str(self.path)!r} is a folder without .parquet files")
-            self._schema = _parquet_schema(self.files)
-            self._scan = f"read_parquet({_quote(str(self.path / '**' / '*.parquet'))}, " \
-                         "hive_partitioning = true)"
+            self.files = _visible_parquet(self.path)
+            _check_plain(self.files)
+            self._schema = _parquet_schema(self.files, self.name)
+            listed = ", ".join(_quote(str(f)) for f in self.files)  # exactly these, no glob
+            self._scan = f"read_parquet([{listed}], hive_partitioning = true)"
             self.kind = "Parquet dataset"
         else:
+            _check_plain([self.path])
             self.files = [self.path]
             with open(self.path, "rb") as fh:
                 head = fh.read(HEAD_BYTES)
@@ -80,7 +77,7 @@ class TableFile:
             if not head.strip():
                 raise DataError(f"{self.name} is empty")
             if head[:4] == b"PAR1":
-                self._schema = _parquet_schema(self.files)
+                self._schema = _parquet_schema(self.files, self.name)
                 self._scan = f"read_parquet({_quote(str(self.path))})"
                 self.kind = "Parquet"
             else:
@@ -260,9 +257,30 @@ class TableFile:
         return self._nulls[key]
 
 
-def _parquet_schema(files: Sequence[Path]):
-    """The Arrow schema pandas reads the Parquet ``files`` with; files of a folder that
-    disagree on their columns' types are refused (DuckDB would cast them to the first's)."""
+def _visible_parquet(folder: Path) -> list[Path]:
+    """The .parquet files of a folder and its subfolders, without the hidden ones (a name
+    below ``folder`` that starts with "."): as for a path typed in the app, a hidden file is
+    never part of a table, and the app, the CLI and the account all see the same files."""
+    files = sorted(f for f in folder.rglob("*.parquet")
+                   if not any(part.startswith(".") for part in f.relative_to(folder).parts))
+    if not files:
+        raise DataError(f"{str(folder)!r} is a folder without .parquet files (hidden ones, "
+                        "whose name or folder starts with '.', are not read)")
+    return files
+
+
+def _check_plain(files: Sequence[Path]) -> None:
+    """DuckDB reads * ? [ ] { } in a path as a pattern, which could read other files."""
+    odd = [f for f in files if GLOB & set(str(f))]
+    if odd:
+        raise DataError(f"{odd[0].name!r}: DuckDB reads * ? [ ] {{ }} in a path as a pattern, "
+                        "so it could read other files; rename it without them")
+
+
+def _parquet_schema(files: Sequence[Path], name: str):
+    """The Arrow schema pandas reads the Parquet ``files`` (table ``name``) with; files of a
+    folder that disagree on their columns' types are refused (DuckDB would cast them to the
+    first's), and so are nested columns."""
     import pyarrow.parquet as pq
 
     schemas = []
@@ -276,6 +294,7 @@ def _parquet_schema(files: Sequence[Path]):
         if not schema.remove_metadata().equals(schemas[0].remove_metadata()):
             raise DataError(f"{f.name!r} has other columns or types than {files[0].name!r}; "
                             "the files of one table must agree")
+    check_flat(schemas[0], name)
     return schemas[0]
 
 

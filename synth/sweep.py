@@ -49,9 +49,13 @@ PRESETS = {
                         shares=(0.1, 0.2, 0.4, 0.6)),
     "pool-size": Preset("Pool size (DP-Select)", ("dpselect",), (1.0, 4.0),
                         "pool_multiplier", (2, 5, 10, 20)),
-    "sections": Preset("Sections (DP-Select)", ("dpselect",), (1.0, 4.0), "sections",
-                       (1, 5, 25)),
+    "sections": Preset("Sections (DP-Select's rows engine)", ("dpselect",), (1.0, 4.0),
+                       "sections", (1, 5, 25)),
 }
+# What a swept parameter needs held fixed, per method and parameter (a setting the caller
+# fixes wins): DP-Select's sections split the rows engine's selections, and its default
+# engine (measure) measures the whole table and refuses them
+SWEPT_WITH: dict[tuple[str, str], dict[str, Any]] = {("dpselect", "sections"): {"engine": "rows"}}
 # Quicker settings, measured on Adult by benchmarks/sweep.py: the GANs train 8 epochs with a
 # quarter of the generator batch (after the critic's DP-SGD, the generator's Gumbel samples are
 # the slowest part), and each GSD round's genetic search stops at 1,500 generations (its early
@@ -86,7 +90,8 @@ def grid(methods: Sequence[str], epsilons: Iterable[float], seeds: int = 3,
          shares: Iterable[float] = (), fixed: Mapping[str, Mapping[str, Any]] | None = None,
          unit: PrivacyUnit | None = None, ks: Iterable[int] = ()) -> list[Job]:
     """Every (method, ε, share, value, seed), seeds 0…seeds−1 (the swept parameter and the
-    shares apply to the methods that have them); ``fixed``: per method, parameters held fixed.
+    shares apply to the methods that have them); ``fixed``: per method, parameters held fixed
+    (over what the swept parameter needs, :data:`SWEPT_WITH`).
     Every run protects ``unit``; given ``ks``, the sweep is over its bound k instead of a
     parameter (``param`` is then :data:`UNIT_K`)."""
     unit = PrivacyUnit() if unit is None else unit
@@ -115,7 +120,8 @@ def grid(methods: Sequence[str], epsilons: Iterable[float], seeds: int = 3,
         mine = values if param in cls.param_defaults() else [None]
         splits = shares if shares and cls.share_param else [None]
         for eps, share, value, seed in itertools.product(epsilons, splits, mine, range(seeds)):
-            params = dict((fixed or {}).get(method, {}))
+            params = {**(SWEPT_WITH.get((method, param), {}) if value is not None else {}),
+                      **(fixed or {}).get(method, {})}
             if value is not None:
                 params[param] = value
             if share is not None:

@@ -27,6 +27,18 @@ def given(table) -> int:
     return len(train) + len(validation)
 
 
+@pytest.fixture
+def app():
+    """The app on its bundled sample, as a browser first opens it (Streamlit's AppTest; a
+    page's rerun may take long on a loaded machine)."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=600)
+    at.run()
+    assert not at.exception
+    return at
+
+
 @pytest.fixture(scope="session")
 def adult():
     assert ADULT.exists(), f"the Adult table is expected at {ADULT} (../shared beside the repo)"

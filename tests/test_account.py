@@ -63,18 +63,34 @@ def test_a_run_past_the_limit_is_refused_before_anything_is_read(sample, store):
     run(table, schema, "independent", 0.5, 1e-6, account=account, measure=False)  # exactly
 
 
-def test_a_run_without_a_guarantee_ends_the_limit(sample, store):
+def test_a_run_without_a_guarantee_is_refused_under_a_limit_and_recorded_before_it_runs(
+        sample, store):
+    """The audit's attack: private sampling with allow_no_guarantee was reserved at its
+    nominal ε and marked unbounded only at settlement, so under a limit of 2 it ran and
+    released. A run known up front to carry no guarantee is refused wherever a limit is set,
+    before it reads anything, and recorded as unbounded before it runs."""
     table, schema = sample
     small = table[["sex", "race", "income"]]
     narrow = schema.drop(c for c in schema.names if c not in small.columns)
-    account = TableAccount.of(small, "small.csv", store)
-    store.set_limit(account.key, "small.csv", 10.0, None)
-    record = run(small, narrow, "private_sampling", 1.0, 1e-6, account=account, measure=False,
-                 params={"allow_no_guarantee": True, "k": 10**6, "d": 1})
+    demo = {"allow_no_guarantee": True, "k": 10**6, "d": 1}
+    limited = TableAccount.of(small, "small.csv", store)
+    store.set_limit(limited.key, "small.csv", 2.0, None)
+    with pytest.raises(BudgetError, match="no DP guarantee"):
+        run(small, narrow, "private_sampling", 1.0, 1e-6, account=limited, measure=False,
+            params=demo)
+    assert store.usage(limited.key).runs == 0  # refused before any charge
+    other = small.iloc[1:]  # another table, with no limit: the run goes ahead
+    account = TableAccount.of(other, "other.csv", store)
+    seen = []
+    record = run(other, narrow, "private_sampling", 1.0, 1e-6, account=account,
+                 measure=False, params=demo, ctx=FitContext(on_event=lambda e: seen.append(
+                     store.usage(account.key).epsilon) if isinstance(e, Spent) else None))
+    assert seen and all(math.isinf(e) for e in seen)  # unbounded while it ran
     assert record.ledger["total_epsilon"] is None  # the ledger claims no guarantee
     assert math.isinf(store.usage(account.key).epsilon)  # nor does the account
+    store.set_limit(account.key, "other.csv", 10.0, None)
     with pytest.raises(BudgetError, match="over its lifetime limit"):
-        run(small, narrow, "independent", 0.1, 1e-6, account=account)
+        run(other, narrow, "independent", 0.1, 1e-6, account=account)
 
 
 def test_the_account_is_its_owners_and_holds_no_fingerprint(sample, store):

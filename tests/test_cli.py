@@ -315,8 +315,8 @@ def test_an_unwritable_ledger_releases_no_table(tmp_path):
     out = tmp_path / "o.csv"
     res = synth("run", table, "--schema", schema, "--method", "independent", "--epsilon", 1,
                 "--out", out, "--ledger", blocker / "l.json", "--quiet")
-    assert res.returncode == 2 and "cannot write" in res.stderr
-    assert "no synthetic table was released" in res.stderr
+    assert res.returncode == 2 and "cannot write --ledger" in res.stderr
+    assert "nothing was spent" in res.stderr  # refused before the run (issue 33, item 4)
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["not-a-folder"]
 
 

@@ -121,7 +121,7 @@ def test_ledger_total_never_exceeds_the_budget(sample, eps, log_delta, domain):
         model.fit(table, schema, budget, FitContext(postprocessing_seed=0))
         assert model.schema_.releasable
     except BudgetError as exc:  # too small a budget is refused, not overspent
-        assert "too few rows for the budget" in str(exc)
+        assert "too few rows for the budget" in str(exc) or "would very likely fail" in str(exc)
     assert model.ledger_.total_epsilon <= budget.epsilon * (1 + 1e-9)
     assert model.ledger_.total_delta <= budget.delta * (1 + 1e-9)
 

@@ -95,7 +95,9 @@ def test_a_unit_hold_out_keeps_people_whole_and_others_in_place():
     moves no one else between the parts (shuffling rows would: the row count is private)."""
     import pandas as pd
 
+    from synth.privacy.mechanisms import replayable_noise
     from synth.privacy.unit import PrivacyUnit
+    from synth.protocol import cut_points
     from synth.schema import infer_schema
 
     rng = np.random.default_rng(5)
@@ -103,10 +105,35 @@ def test_a_unit_hold_out_keeps_people_whole_and_others_in_place():
     table = pd.DataFrame({"person": people, "y": rng.choice(["a", "b"], len(people))})
     schema = replace(infer_schema(table[["y"]]), target="y")
     unit = PrivacyUnit("person", 3)
-    train, test = split(table, schema, unit=unit)
+    with replayable_noise(1):
+        train, test = split(table, schema, unit=unit)
     assert not set(train["person"]) & set(test["person"])
-    assert 0.1 < test["person"].nunique() / 300 < 0.25  # about one person in six
+    assert train["person"].nunique() == cut_points(300)[1]
     longer = pd.concat([table, table[table["person"] == "P0"]], ignore_index=True)
-    train2, test2 = split(longer, schema, unit=unit)
+    with replayable_noise(1):  # the same draw: only P0's rows can move
+        train2, test2 = split(longer, schema, unit=unit)
     others = lambda part: set(part["person"]) - {"P0"}  # noqa: E731
     assert others(train2) == others(train) and others(test2) == others(test)
+
+
+def test_renaming_one_person_leaves_the_synthesized_unit_count_alone():
+    """The audit's attack: one person renamed moved the part's unit count U by one under the
+    hash rule (1,260 vs 1,259), and at k = 1 the release has exactly U rows. U must be a
+    function of the table's public unit count alone, on every draw."""
+    import pandas as pd
+
+    from synth.privacy.unit import PrivacyUnit, population
+    from synth.protocol import cut_points
+    from synth.schema import infer_schema
+
+    rng = np.random.default_rng(2)
+    ids = [f"person-{i}" for i in range(120)]
+    table = pd.DataFrame({"person": np.repeat(ids, 2), "y": rng.choice(["a", "b"], 240)})
+    schema = replace(infer_schema(table[["y"]]), target="y")
+    unit = PrivacyUnit("person", 1)
+    counts = set()
+    for renamed in ids[:40]:  # each neighbour: one person's ID changed
+        other = table.assign(person=table["person"].replace(renamed, f"{renamed}-renamed"))
+        for part in (split(table, schema, unit=unit)[0], split(other, schema, unit=unit)[0]):
+            counts.add(population(part, unit).units)
+    assert counts == {cut_points(120)[1]}

@@ -2,13 +2,19 @@
 the figures agree as statistics, not bytes), and stopping early."""
 
 import contextlib
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
 
+from synth.data import sample_paths
 from synth.errors import ParameterError
+from synth.methods import make
 from synth.protocol import protocol_split
-from synth.sweep import COLUMNS, grid, sweep
+from synth.sweep import COLUMNS, DEMO, PRESETS, grid, sweep
+
+from .conftest import REPO
 
 
 def test_grid_expands_methods_epsilons_splits_values_and_seeds():
@@ -139,3 +145,39 @@ def test_a_grid_sweeps_the_rows_per_unit_or_refuses_by_name():
         grid(["gsd"], [1.0], 1, "rows", [10], unit=PrivacyUnit("person", 3), ks=[1])
     with pytest.raises(ParameterError, match="privacy-unit column"):
         grid(["gsd"], [1.0], 1, ks=[2])
+
+
+@pytest.mark.parametrize("demo", [False, True])
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_every_presets_runs_pass_their_methods_checks(name, demo):
+    """Every job of a preset's grid, built as the CLI and the app build it (with and without
+    the demo settings), passes its method's own parameter checks for a table of the bundled
+    sample's size, and sets each value the preset names."""
+    preset = PRESETS[name]
+    jobs = grid(preset.methods, preset.epsilons, 1, preset.param, preset.values, preset.shares,
+                DEMO if demo else None)
+    for job in jobs:
+        make(job.method, job.params).check_params(4000)
+    if preset.param is not None:
+        for method in preset.methods:
+            swept = {j.params[preset.param] for j in jobs if j.method == method}
+            assert swept == set(preset.values)
+
+
+def test_the_sections_preset_runs(tmp_path):
+    """`synth sweep --preset sections` on a small table: all its runs finish, one per number
+    of sections and ε, within the budget."""
+    table, schema = sample_paths()
+    pd.read_csv(table).head(300).to_csv(tmp_path / "t.csv", index=False)
+    res = subprocess.run(
+        [sys.executable, "-m", "synth", "sweep", tmp_path / "t.csv", "--schema", schema,
+         "--preset", "sections", "--seeds", "1", "--demo", "--jobs", "1", "--out",
+         tmp_path / "sweep.csv", "--quiet"], capture_output=True, text=True, cwd=REPO,
+        timeout=600)
+    assert res.returncode == 0, res.stderr
+    rows = pd.read_csv(tmp_path / "sweep.csv")
+    assert rows["error"].isna().all(), rows["error"].tolist()
+    preset = PRESETS["sections"]
+    assert len(rows) == len(preset.epsilons) * len(preset.values)
+    assert set(rows["value"]) == set(preset.values) and set(rows["param"]) == {"sections"}
+    assert (rows["ledger_epsilon"] <= rows["epsilon"] * (1 + 1e-9)).all()

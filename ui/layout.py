@@ -105,6 +105,9 @@ def sidebar(watched: str | None = None) -> state.Dataset:
             usage = account.usage()
             st.caption(spent_words(usage))
             with st.expander("Lifetime limit"):
+                st.caption("The account is the file's content as read: leaving columns out, "
+                           "Read as numbers or a re-upload keep it; a changed row or a renamed "
+                           "column starts a new one (bookkeeping, not a lock).")
                 limit = st.number_input(
                     "Most ε all runs on this table may spend", min_value=0.01, format="%g",
                     value=usage.limit_epsilon or (math.floor(usage.epsilon) + 1.0

@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,7 @@ from synth.data import fingerprint, load_sample
 from synth.errors import SynthError
 from synth.privacy.unit import PrivacyUnit
 from synth.runs import RunRecord
+from synth.runs import split as split_table
 from synth.schema import Schema
 from ui import runner
 
@@ -44,6 +46,13 @@ class Dataset:
     unit: PrivacyUnit = field(default_factory=PrivacyUnit)  # whom a run protects
     unit_problem: str = ""  # why the chosen unit column was refused: nothing may run then
     where: str = ""  # the server path it was read from, for a table read by path
+    # whose privacy account it is: the fingerprint of ``table`` as read, taken once here, so
+    # a conversion the app offers later (Read as numbers) keeps the account of the same file
+    # that the CLI, a sweep or another upload reaches
+    read_as: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.read_as = fingerprint(self.table)
 
 
 @dataclass(frozen=True)
@@ -154,28 +163,28 @@ def first_time(what: str, token: Any) -> bool:
     return True
 
 
-def _fingerprints(ds: Dataset) -> tuple[str, str]:
-    """The table's fingerprints, of its people and of its rows in order, kept per table
-    object (Adult: 0.2 s each); a changed table is a new object (``DataFrame.assign``)."""
+def _in_order(ds: Dataset) -> str:
+    """The current table's fingerprint of its rows in order, kept per table object (Adult:
+    0.2 s); a converted table is a new object (``DataFrame.assign``)."""
     cached = st.session_state.get("fingerprint")
     if cached is None or cached[0] is not ds.table:  # holding the table keeps its id unique
-        cached = st.session_state["fingerprint"] = (
-            ds.table, fingerprint(ds.table), fingerprint(ds.table, row_order=True))
-    return cached[1], cached[2]
+        cached = st.session_state["fingerprint"] = (ds.table,
+                                                    fingerprint(ds.table, row_order=True))
+    return cached[1]
 
 
 def table_key(ds: Dataset) -> str:
     """The dataset's rows in order and schema, hashed: where a kept result (a sweep, whose
     split depends on the order) belongs."""
     described = json.dumps(ds.schema.to_dict(), sort_keys=True, default=str)
-    return hashlib.sha256(f"{_fingerprints(ds)[1]}:{described}".encode()).hexdigest()
+    return hashlib.sha256(f"{_in_order(ds)}:{described}".encode()).hexdigest()
 
 
 def account(ds: Dataset) -> TableAccount:
-    """The table's persistent privacy account (under SYNTH_HOME), charged by every run. Call
-    it on the page's thread: a background thread has no session."""
+    """The persistent privacy account (under SYNTH_HOME) of the table as read, charged by
+    every run. Call it on the page's thread: a background thread has no session."""
     store = Store()
-    return TableAccount(store, store.key(_fingerprints(ds)[0]), ds.name)
+    return TableAccount(store, store.key(ds.read_as), ds.name)
 
 
 def ask_to_spend(what: str, plan: str) -> None:
@@ -276,3 +285,26 @@ def guard(action: str) -> Iterator[None]:
         log.exception("%s failed", action)
         st.error(f"{action} failed unexpectedly ({type(exc).__name__}: {exc}). Earlier results "
                  "are kept; please report this.")
+
+
+def split(ds: Dataset, schema: Schema, hold_out: bool = True
+          ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """:func:`synth.runs.split` of the current table, drawn once per table and unit column,
+    then kept: the preview, the run and sweeps see the same parts whatever page or hold-out
+    choice came between (a unit hold-out is a fresh random draw, so splitting again would
+    give other parts)."""
+    if not hold_out or schema.target is None:
+        return ds.table, None
+    unit = ds.unit.column if ds.unit.declared else None
+    kept = st.session_state.get("split")
+    if kept is None or kept[0] is not ds.table or kept[1] != unit:
+        kept = st.session_state["split"] = (ds.table, unit,
+                                            split_table(ds.table, schema, True, ds.unit),
+                                            secrets.token_hex(8))
+    return kept[2]
+
+
+def split_draw(ds: Dataset, schema: Schema) -> str:
+    """A token of the kept split's draw, for caching what is computed from its parts."""
+    split(ds, schema)
+    return st.session_state["split"][3] if "split" in st.session_state else ""

@@ -30,6 +30,7 @@ from synth.errors import (
     check_int,
     is_number,
 )
+from synth.plan import plan
 from synth.privacy.budget import ALL, Budget, Ledger, LedgerEntry
 from synth.privacy.domains import DOMAIN, keep_threshold, laplace_scale, learn_domains
 from synth.privacy.events import Event as PrivacyEvent
@@ -43,7 +44,7 @@ from synth.privacy.unit import (
     estimate_rows,
     rows_event,
 )
-from synth.schema import Schema, check_columns, check_schema, prepare, validate
+from synth.schema import CATEGORICAL, Schema, check_columns, check_schema, prepare, validate
 from synth.source import READ, Chunks, TableFile, read_whole
 from synth.validation import Param, check_all
 
@@ -181,6 +182,9 @@ class Synthesizer:
     # the parameter, if any, that splits the method's budget between its first stage and the
     # rest (the app shows it as a slider next to the other shares)
     share_param: ClassVar[str | None] = None
+    # the stages whose every event is pure ε-DP (Laplace, a theorem's ε; basic composition):
+    # δ there would go unused, so they get none (Budget.pure), as the rows stage does
+    pure_stages: ClassVar[frozenset[str]] = frozenset()
     # one Param per constructor parameter: what fit, the CLI's --set and the app's widgets
     # accept (synth.validation)
     params: ClassVar[Mapping[str, Param]] = {}
@@ -222,6 +226,12 @@ class Synthesizer:
         if n is not None and not isinstance(n, Population):
             n = Population.of(n, PrivacyUnit())
         self._check_rules(values, n, schema)
+        need = self._memory(values, n, schema)
+        if need is not None and need[0] > memory_bound():
+            raise ParameterError(
+                f"{need[1]} would need about {human_bytes(need[0])} of memory, over the "
+                f"{human_bytes(memory_bound())} bound (half this machine's memory): use "
+                "smaller values")
         return values
 
     def _check_rules(self, values: dict[str, Any], population: Population | None,
@@ -236,13 +246,19 @@ class Synthesizer:
     def budget_for(self, budget: Budget, schema: Schema) -> Budget:
         """``budget`` as this method spends it: the default single share (``"all"``) becomes
         the method's own split; a split that leaves out a stage, or contradicts the method's
-        share parameter (``share.gan`` against ``gan_share``), is refused by name."""
+        share parameter (``share.gan`` against ``gan_share``), is refused by name. Unless
+        the budget splits δ itself, δ follows ε's split but for the pure ε-DP stages (the
+        rows stage's Laplace count, ``pure_stages``, and the domain stage when it learns only
+        numeric bounds), whose δ goes to the others."""
         if not isinstance(budget, Budget):
             raise BudgetError(f"budget must be a Budget(epsilon, delta[, shares]), got "
                               f"{budget!r}")
         self.check_unit(budget.unit)
+        learned = [c.kind for c in schema if not c.releasable]  # numeric bounds: Laplace only
+        pure = {ROWS, *self.pure_stages, *([DOMAIN] if learned and CATEGORICAL not in learned
+                                           else [])}
         if dict(budget.shares) == {ALL: 1.0}:
-            return replace(budget, shares=self.default_shares(schema, budget.unit))
+            return replace(budget, shares=self.default_shares(schema, budget.unit)).pure(pure)
         unshared = [s for s in self.stages if s not in budget.shares]
         if budget.unit.max_rows > 1 and ROWS not in budget.shares:
             unshared.append(ROWS)
@@ -262,7 +278,7 @@ class Synthesizer:
                         f"{self.share_param}={getattr(self, self.share_param)!r}, which splits "
                         f"{' and '.join(self.stages)} {split}; set {self.share_param} to "
                         f"change that split, not share.{stage}")
-        return budget
+        return budget if budget.delta_shares is not None else budget.pure(pure)
 
     def preview(self, n: int | Population, schema: Schema, budget: Budget
                 ) -> list[NoiseScale]:
@@ -344,7 +360,7 @@ class Synthesizer:
         for name, value in self.get_params().items():  # as the plain Python values they hold
             if type(value) is not type(values[name]):  # (np.int64(8), 64.0 for an integer):
                 setattr(self, name, values[name])      # torch and JSON take those
-        self._refuse_impossible()
+        plan(self, population, schema, budget).check()  # before the first charge
         if unit.max_rows > 1:
             event = rows_event(self.ledger_.budget.allowance(ROWS)[0], unit.max_rows)
             ctx.stage(ROWS, 1, "estimating the row count under DP")
@@ -384,15 +400,24 @@ class Synthesizer:
         self.schema_ = schema  # set last: it marks the model as fitted
         return self
 
-    def _refuse_impossible(self) -> None:
-        """Refuse, before the first charge (the row count's, the domains'), a share that
-        cannot pay for its mechanism: a stage accounted in zCDP or PLD (Gaussian noise,
-        DP-SGD) needs δ > 0. Only the budget split is read, so the refusal reveals nothing
-        of the table; the methods' own checks, after the domains, stay."""
-        for stage, accountant in self.accountants.items():
-            if accountant in ("zcdp", "pld") and self.ledger_.budget.allowance(stage)[1] <= 0:
-                raise BudgetError(f"the {stage!r} share has δ = 0, but its Gaussian noise "
-                                  f"({accountant} accounting) needs δ > 0: give δ > 0")
+    def _refusals(self, population: Population, schema: Schema, budget: Budget
+                  ) -> list[SynthError]:
+        """Why a run on ``population`` cannot succeed, from public facts only (the model-space
+        ``schema`` with every domain public): :func:`synth.plan.plan` refuses it before the
+        first charge. None by default."""
+        return []
+
+    def _unbounded(self, population: Population, schema: Schema, budget: Budget) -> str:
+        """Why the run may end without a DP guarantee ("" when it cannot): such a run is
+        refused under a lifetime limit and recorded as unbounded before it runs."""
+        return ""
+
+    def _memory(self, values: dict[str, Any], population: Population | None,
+                schema: Schema | None) -> tuple[int, str] | None:
+        """(peak bytes a fit would hold, the parameters that drive it) from public facts,
+        or None where no parameter can drive memory far: :meth:`check_params` refuses an
+        estimate over :func:`memory_bound` by those parameters' names."""
+        return None
 
     def sample(self, n: int | None = None, seed: int | None = None) -> pd.DataFrame:
         """``n`` synthetic rows (default: as many as the private table had)."""
@@ -420,13 +445,17 @@ def check_seed(seed: Any, name: str) -> int | None:
     return None if seed is None else check_int(seed, name, 0)
 
 
-def sample_bound() -> int:
-    """Bytes a sample may take: half this machine's memory, at most MAX_SAMPLE_BYTES."""
+def memory_bound() -> int:
+    """Bytes a fit may hold: half this machine's memory (MAX_SAMPLE_BYTES if unknown)."""
     try:
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
     except (ValueError, OSError, AttributeError):  # no sysconf: the fixed bound alone
         return MAX_SAMPLE_BYTES
-    return min(MAX_SAMPLE_BYTES, memory // 2)
+
+
+def sample_bound() -> int:
+    """Bytes a sample may take: half this machine's memory, at most MAX_SAMPLE_BYTES."""
+    return min(MAX_SAMPLE_BYTES, memory_bound())
 
 
 def check_rows(n: Any, columns: int, name: str) -> int:

@@ -18,7 +18,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from synth.encoding import Discretizer, finalize, marginal
+from synth.encoding import Discretizer, finalize, marginal, model_width
 from synth.errors import BudgetError
 from synth.methods.base import FitContext, NoiseScale, Synthesizer
 from synth.privacy.budget import Budget
@@ -63,6 +63,14 @@ class IndependentMarginals(Synthesizer):
     def __init__(self, bins: int = 32, exact_integers: int = 128):
         self.bins = bins
         self.exact_integers = exact_integers
+
+    def _memory(self, values: dict, population: Population | None, schema: Schema | None
+                ) -> tuple[int, str]:
+        """Float64 bytes of each column's bin edges and its noisy 1-way marginal (a few
+        copies): ``bins`` drives them."""
+        width = values["bins"] + 2 if schema is None else model_width(
+            schema, values["bins"], values["exact_integers"])
+        return 8 * 4 * width, "bins"
 
     def _fit(self, data: Chunks, schema: Schema, ctx: FitContext) -> None:
         self.discretizer_ = Discretizer(schema, bins=int(self.bins),

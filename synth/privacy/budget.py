@@ -11,7 +11,7 @@ record), or one unit of protection when the budget names one (:mod:`synth.privac
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -73,12 +73,15 @@ class Budget:
 
     Without ``shares`` the budget has the single share ``"all"``, which a method's ``fit``
     replaces by the method's own default split (``Synthesizer.default_shares``). ``unit`` is
-    whom (ε, δ) protect: one row by default, or every row of one person (household, …)."""
+    whom (ε, δ) protect: one row by default, or every row of one person (household, …).
+    ``delta_shares`` split δ where that differs from ε's split (a pure ε-DP stage takes no
+    δ: see :meth:`pure`); ``None``, as in ledgers written before it existed, splits δ as ε."""
 
     epsilon: float
     delta: float
     shares: Mapping[str, float] = field(default_factory=lambda: {ALL: 1.0})
     unit: PrivacyUnit = field(default_factory=PrivacyUnit)
+    delta_shares: Mapping[str, float] | None = None
 
     def __post_init__(self) -> None:
         epsilon = check_epsilon(self.epsilon)
@@ -88,25 +91,15 @@ class Budget:
                               "promises nothing")
         object.__setattr__(self, "epsilon", epsilon)
         object.__setattr__(self, "delta", check_delta(self.delta))
-        if not isinstance(self.shares, Mapping):
-            raise BudgetError(f"shares must be a mapping of stage name to fraction, got "
-                              f"{self.shares!r}; leave it out to let the method split the budget")
-        shares = dict(self.shares)
-        if not shares:
-            raise BudgetError("a budget needs at least one share")
-        for name, frac in shares.items():
-            if not isinstance(name, str) or not name:
-                raise BudgetError(f"share names must be non-empty strings, got {name!r}")
-            frac = as_float(frac, f"share {name!r}", BudgetError)
-            if not (0 <= frac <= 1):
-                raise BudgetError(f"share {name!r} must lie in [0, 1], got {frac!r}")
-            shares[name] = frac
-        total = math.fsum(shares.values())
-        if abs(total - 1) > 1e-6:
-            listed = ", ".join(f"{k}={v:g}" for k, v in shares.items())
-            raise BudgetError(f"budget shares must sum to 1, got {total:g} ({listed})")
-        # rounding slack in the shares must not become budget: they sum to 1 exactly enough
-        object.__setattr__(self, "shares", {k: v / total for k, v in shares.items()})
+        shares = _fractions(self.shares, "shares")
+        object.__setattr__(self, "shares", shares)
+        if self.delta_shares is not None:
+            split = _fractions(self.delta_shares, "delta_shares")
+            if set(split) != set(shares):
+                raise BudgetError(f"delta_shares must name the stages of shares, "
+                                  f"{sorted(shares)}; got {sorted(split)}")
+            object.__setattr__(self, "delta_shares", None if all(
+                abs(split[k] - shares[k]) <= _TOLERANCE for k in shares) else split)
         if isinstance(self.unit, Mapping):  # as to_dict wrote it
             object.__setattr__(self, "unit", PrivacyUnit.from_dict(dict(self.unit)))
         if not isinstance(self.unit, PrivacyUnit):
@@ -116,13 +109,49 @@ class Budget:
         """(ε, δ) that ``stage`` may spend."""
         if stage not in self.shares:
             raise BudgetError(f"no budget share named {stage!r}; shares are {sorted(self.shares)}")
-        frac = self.shares[stage]
-        return self.epsilon * frac, self.delta * frac
+        return (self.epsilon * self.shares[stage],
+                self.delta * (self.delta_shares or self.shares)[stage])
+
+    def pure(self, stages: Iterable[str]) -> Budget:
+        """This budget with ``stages`` taking no δ (their mechanisms are pure ε-DP, so δ there
+        would go unused): the other stages share all of δ, in the proportions they had. When
+        no other stage has any, nothing could spend δ, and the split stays as it was."""
+        stages, split = set(stages), dict(self.delta_shares or self.shares)
+        rest = math.fsum(v for k, v in split.items() if k not in stages)
+        if rest <= 0 or not any(split.get(k, 0) > 0 for k in stages):
+            return self
+        return replace(self, delta_shares={k: 0.0 if k in stages else v / rest
+                                           for k, v in split.items()})
 
     def to_dict(self) -> dict[str, Any]:
         unit = {"unit": self.unit.to_dict()} if self.unit.declared else {}
+        split = {} if self.delta_shares is None else {"delta_shares": dict(self.delta_shares)}
         return {"epsilon": self.epsilon, "delta": self.delta, "shares": dict(self.shares),
-                **unit}
+                **split, **unit}
+
+
+def _fractions(shares: Any, name: str) -> dict[str, float]:
+    """``shares`` checked, as fractions of a whole per stage, summing to 1 exactly enough that
+    rounding slack never becomes budget."""
+    if not isinstance(shares, Mapping):
+        raise BudgetError(f"{name} must be a mapping of stage name to fraction, got "
+                          f"{shares!r}; leave it out to let the method split the budget")
+    fracs = dict(shares)
+    if not fracs:
+        raise BudgetError(f"a budget needs at least one share in {name}")
+    for stage, frac in fracs.items():
+        if not isinstance(stage, str) or not stage:
+            raise BudgetError(f"share names must be non-empty strings, got {stage!r}")
+        frac = as_float(frac, f"share {stage!r}", BudgetError)
+        if not (0 <= frac <= 1):
+            raise BudgetError(f"share {stage!r} must lie in [0, 1], got {frac!r}")
+        fracs[stage] = frac
+    total = math.fsum(fracs.values())
+    if abs(total - 1) > 1e-6:
+        listed = ", ".join(f"{k}={v:g}" for k, v in fracs.items())
+        label = "budget shares" if name == "shares" else name
+        raise BudgetError(f"{label} must sum to 1, got {total:g} ({listed})")
+    return {k: v / total for k, v in fracs.items()}
 
 
 @dataclass(frozen=True)
@@ -266,7 +295,8 @@ class Ledger:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Ledger:
         """A saved ledger, re-accounted from its events (the derived figures are recomputed,
-        never read back)."""
+        never read back). One written before δ had a split of its own has no
+        ``delta_shares``: its δ is split as its ε, as it was when it was written."""
         if not isinstance(data, Mapping) or not isinstance(data.get("budget"), Mapping):
             raise BudgetError("a ledger must be a JSON object with a 'budget' object (epsilon, "
                               "delta, shares), as `synth run --ledger` writes it")

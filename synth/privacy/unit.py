@@ -14,8 +14,9 @@ factor ``rows_per_unit`` = k):
   replace-one-record: swapping a unit's rows for another's leaves U as it is.
 * The **row count after bounding** is not: a unit of 1 row can become one of k rows, so it
   moves by up to k − 1. It is estimated with the Laplace mechanism (:func:`rows_event`, the
-  ``rows`` stage) and the estimate n̂ is the public n from then on: fractions of rows are
-  counts divided by n̂, and the release has n̂ rows. With k = 1 it is U, with nothing spent.
+  ``rows`` stage: pure ε-DP, so it takes ε and no δ) and the estimate n̂ is the public n from
+  then on: fractions of rows are counts divided by n̂, and the release has n̂ rows. With k = 1
+  it is U, with nothing spent.
 * A unit's change is at most k single-row changes, so by the triangle inequality every
   sensitivity of a count vector (and of fractions over a fixed n̂) is k times the record's.
 * DP-SGD samples units and clips each unit's summed gradient (:mod:`synth.methods.dpgan`), so
@@ -35,7 +36,9 @@ from synth.privacy.events import RELATION, Laplace, row_count_l1
 from synth.privacy.mechanisms import fresh_rng, laplace
 
 ROWS = "rows"  # the budget stage that estimates the bounded table's row count (k > 1)
-ROWS_SHARE = 0.05  # of the budget, by default: n̂ within about ±(k − 1)/(0.05 ε) rows
+# of ε, by default: n̂ within about ±(k − 1)/(0.05 ε) rows. None of δ: the Laplace count is
+# pure ε-DP, so the method's budget gives its δ to the other stages
+ROWS_SHARE = 0.05
 
 
 @dataclass(frozen=True)

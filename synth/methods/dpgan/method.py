@@ -22,7 +22,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from synth.encoding import Discretizer, finalize
+from synth.encoding import Discretizer, finalize, model_width
 from synth.errors import BudgetError, ParameterError
 from synth.methods.base import FitContext, NoiseScale, Synthesizer
 from synth.methods.dpgan.codes import PrivateCodes
@@ -42,6 +42,11 @@ MAX_SGD_EPSILON = 1e3  # DP-Select at ε = 1e4 (its GAN share 2,000) ran in 21 s
 # sample 8-9 s; the rest of a fit (preparing the table, importing torch) took about 5 s.
 STEP_SECONDS = 0.033
 START_SECONDS = 5.0
+
+
+# past this the accountant's calibration of the noise alone takes minutes (10^12 hung the
+# preview); the benchmarks' best runs use 10
+MAX_EPOCHS = 10_000
 
 
 class DPGAN(Synthesizer):
@@ -72,7 +77,8 @@ class DPGAN(Synthesizer):
     stages: ClassVar[Mapping[str, float]] = {GAN: 1.0}
     accountants: ClassVar[Mapping[str, str]] = {GAN: "pld"}
     params: ClassVar[Mapping[str, Param]] = specs(
-        Param("epochs", float, low=0, low_open=True, advanced=False, label="Training epochs",
+        Param("epochs", float, low=0, high=MAX_EPOCHS, low_open=True, advanced=False,
+              label="Training epochs",
               help="Expected passes of the critic over the private table: more epochs take "
                    "longer and need more noise per step for the same ε."),
         Param("batch_size", int, low=1, label="Batch size",
@@ -119,6 +125,21 @@ class DPGAN(Synthesizer):
                     f"{population.units} units")
             raise ParameterError(f"batch_size ({values['batch_size']}) must be smaller than "
                                  f"the table ({size})")
+
+    def _memory(self, values: dict, population: Population | None, schema: Schema | None
+                ) -> tuple[int, str]:
+        """Float32 bytes of the networks, their gradients and Adam's moments, Opacus's
+        per-sample gradients of a Poisson batch (up to twice its mean) and the generator's
+        activations. A table's one-hot width W counts each column once when unknown."""
+        W = 1 if schema is None else max(model_width(schema, values["bins"],
+                                                     values["exact_integers"]), 1)
+        K, H = values["components"], values["critic_hidden"]
+        critic = W * H + H * H + 2 * H + 1
+        k = 1 if population is None else population.max_rows
+        floats = (4 * (K + K * W) + 4 * critic + 2 * values["batch_size"] * critic
+                  + 3 * values["generator_batch"] * (K + W) + 4 * values["batch_size"] * k * W)
+        return 4 * floats, ("components, critic_hidden, batch_size, generator_batch and bins "
+                            f"(a one-hot width of {W:,})")
 
     def plan(self, n: int, epsilon: float, delta: float) -> PoissonSampledGaussian:
         """The critic's DP-SGD on n rows, or n units of protection (each unit's rows are one

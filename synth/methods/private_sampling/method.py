@@ -18,8 +18,8 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from synth.encoding import Discretizer, finalize
-from synth.errors import BudgetError, ParameterError
+from synth.encoding import Discretizer, finalize, model_width
+from synth.errors import BudgetError, ParameterError, SynthError
 from synth.methods.base import FitContext, NoiseScale, Synthesizer, resample
 from synth.methods.private_sampling.algorithm import fit_density
 from synth.methods.private_sampling.bounds import Setting, show, walsh_count
@@ -62,6 +62,7 @@ class PrivateSampling(Synthesizer):
     paper = "Boedihardjo, Strohmer, Vershynin 2021; Pierquin et al. 2023"
     stages: ClassVar[Mapping[str, float]] = {SAMPLE: 1.0}
     accountants: ClassVar[Mapping[str, str]] = {SAMPLE: "basic"}
+    pure_stages: ClassVar[frozenset[str]] = frozenset({SAMPLE})  # Theorem 4.1: ε-DP
     params: ClassVar[Mapping[str, Param]] = specs(
         Param("d", int, low=1, advanced=False, label="Marginal degree",
               help="Marginals of up to this many bits are matched; at most the bits of the "
@@ -150,6 +151,46 @@ class PrivateSampling(Synthesizer):
                 "says 'no guarantee'), or see the Feasibility page")
         return NoGuarantee(f"k = {setting.k:,.0f} exceeds Theorem 4.1's bound {show(allowed)}: "
                            "a demonstration run")
+
+    def _memory(self, values: dict, population: Population | None, schema: Schema | None
+                ) -> tuple[int, str]:
+        """Float64 bytes of the Walsh matrix of the m support points (l = C(p, ≤d) rows) and
+        the LP HiGHS solves on it (about three copies), the n rows' Walsh features and the k
+        released samples. p counts one bit per column when the schema is unknown."""
+        p = 1 if schema is None else max(model_width(schema, values["bins"]), 1)
+        d = min(values["d"], p)
+        lines = walsh_count(min(p, MAX_BITS), d)  # p past 20 bits is refused by name anyway
+        m = 8 * lines if values["m"] is None else values["m"]
+        n = 1 if population is None else population.rows
+        k = n if values["k"] is None else values["k"]
+        return (8 * (4 * lines * m + n * lines) + 2 * k * p,
+                f"m, k and bins (a {p}-bit cube, {lines:,} marginal coefficients)")
+
+    def _refusals(self, population: Population, schema: Schema, budget: Budget
+                  ) -> list[SynthError]:
+        """With every domain public the cube is known up front: over 20 bits, or k beyond
+        Theorem 4.1 without a demonstration asked for, is refused before any charge."""
+        try:
+            self._event(self._plan(population.rows, schema, budget.allowance(SAMPLE)[0])[1],
+                        budget.allowance(SAMPLE)[0])
+        except SynthError as exc:
+            return [exc]
+        return []
+
+    def _unbounded(self, population: Population, schema: Schema, budget: Budget) -> str:
+        """A demonstration run may carry no guarantee: certainly when Theorem 4.1 does not
+        cover k on a public cube, possibly when the cube waits for learned domains."""
+        if not self.allow_no_guarantee:
+            return ""
+        if not schema.releasable:
+            return ("allow_no_guarantee is set and the cube's size waits for the learned "
+                    "domains, so Theorem 4.1 may not cover k")
+        eps = budget.allowance(SAMPLE)[0]
+        try:
+            event = self._event(self._plan(population.rows, schema, eps)[1], eps)
+        except SynthError:  # refused by _refusals
+            return ""
+        return event.reason if isinstance(event, NoGuarantee) else ""
 
     def _preview(self, population: Population, schema: Schema, budget: Budget
                  ) -> list[NoiseScale]:
