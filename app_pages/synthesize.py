@@ -149,9 +149,15 @@ with state.guard("Planning the budget"):
                    "account records it as unbounded (ε = ∞) before it runs, and a table with "
                    "a lifetime limit refuses it.", icon=":material/warning:")
     st.plotly_chart(budget_chart(budget), width="stretch", key="plan")
-    for scale in noise_preview(method, json.dumps(model.get_params()), people,
+    try:
+        scales = noise_preview(method, json.dumps(model.get_params()), people,
                                json.dumps(schema.to_dict()), epsilon, delta,
-                               json.dumps(budget.shares), ds.unit):
+                               json.dumps(budget.shares), ds.unit)
+    except SynthError:
+        if not planned.plan.refusals:  # a refusal above already says why
+            raise
+        scales = []
+    for scale in scales:
         st.markdown(f"**{scale.stage}** · {scale.mechanism} · `{scale.scale}`  \n"
                     f"{scale.meaning}")
     counted = (f"the row count ({rows:,})" if not ds.unit.declared else
@@ -228,12 +234,22 @@ def steward_page(run: state.Run) -> str:
     return steward_report(run.record.release(), run.record.synthetic, run.real, run.schema)
 
 
-def _unlimited(ds: state.Dataset) -> bool:
-    """Whether the table's account has no lifetime limit (unreadable: treated as limited)."""
+def _over_limit(ds: state.Dataset, epsilon: float, unbounded: bool) -> str:
+    """Why the table's lifetime limit refuses this run ("" if it does not): ε over what the
+    limit leaves, or a run that may carry no guarantee under any limit. An account that
+    cannot be read refuses too (the sidebar says why)."""
     try:
-        return state.account(ds).usage().limit_epsilon is None
-    except Exception:  # the account's own message shows where it is read for the limit
-        return False
+        usage = state.account(ds).usage()
+    except Exception:
+        return "the table's privacy account cannot be read (see the sidebar)"
+    if usage.limit_epsilon is None:
+        return ""
+    if unbounded:
+        return "a run that may carry no DP guarantee is refused under the table's lifetime limit"
+    left = usage.remaining[0]
+    return "" if epsilon <= left * (1 + 1e-9) else (
+        f"ε = {epsilon:g} is more than the table's lifetime limit leaves (ε = "
+        f"{epsilon_text(left)}); raise it under Lifetime limit in the sidebar")
 
 
 def start() -> bool:
@@ -257,9 +273,7 @@ blocked = ("a run is in progress" if state.job() is not None
            else "the plan above cannot run" if planned is None
            else "the schema is not confirmed yet" if schema.proposed
            else str(planned.plan.refusals[0]) if planned.plan.refusals
-           else "" if not planned.plan.unbounded or _unlimited(ds)
-           else "a run that may carry no DP guarantee is refused under the table's lifetime "
-                "limit")
+           else _over_limit(ds, epsilon, bool(planned.plan.unbounded)))
 plan = "" if planned is None else f"{planned.account.key} {planned.command}"
 if st.button("Run", type="primary", disabled=bool(blocked)):
     state.ask_to_spend("run", plan)

@@ -25,9 +25,11 @@ if TYPE_CHECKING:
     from synth.methods.base import Synthesizer
 
 # a private bound's bin must clear its threshold: past half the rows even a table whose
-# values all share one bin is likely to fail, and past a tenth a spread-out column may
+# values all share one bin is likely to fail, and past a tenth a column spread over many
+# bins may (a steward's walk: at a share that only cleared half, a balance column with
+# negatives and a long tail failed after spending), so a refusal names both shares
 DOOMED, DOUBTFUL = 1 / 2, 1 / 10
-MOST_DOMAIN_SHARE = 0.9  # the app's slider stops here
+MOST_DOMAIN_SHARE, SHARE_STEP = 0.9, 0.05  # the app's slider
 
 
 @dataclass(frozen=True)
@@ -93,14 +95,12 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
                 f"share's ε = {eps:.3g} split over {len(todo)} columns, a bin needs about "
                 f"{tau:,.0f} rows, of at most {rows:,}")
         if tau > DOOMED * rows:
-            need = math.ceil(100 * budget.shares[DOMAIN] * tau / (DOOMED * rows)) / 100
-            more = (f"give the domain share at least {need:g} of ε" if need
-                    <= MOST_DOMAIN_SHARE else f"raise ε to at least "
-                    f"{budget.epsilon * need / MOST_DOMAIN_SHARE:.3g}")
+            possible, likely = (_advice(budget, tau / (part * rows))
+                                for part in (DOOMED, DOUBTFUL))
             refusals.append(BudgetError(
                 f"{said}, more than half, so learning them would very likely fail after "
-                "spending: declare their bounds public (Data page, or `schema confirm "
-                f"--public`), leave columns out, or {more}"))
+                f"spending: declare their bounds public, leave columns out, or {possible} "
+                f"({likely} where the values spread over many bins)"))
         elif tau > DOUBTFUL * rows:
             doubts.append(f"{said}: success depends on how the values spread (a column "
                           "spread thinly over many bins fails after its share is spent); "
@@ -113,6 +113,17 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
                           "kept, so most or all of them will fold into 'other'; declare them "
                           "public or give the domain share more")
     return refusals, doubts
+
+
+def _advice(budget: Budget, factor: float) -> str:
+    """The domain share (on the app's slider steps) that makes each column's threshold
+    ``factor`` times smaller, or the ε that does so at the largest share."""
+    share = budget.shares[DOMAIN] * factor
+    step = round(math.ceil(share / SHARE_STEP - 1e-9) * SHARE_STEP, 2)
+    if step <= MOST_DOMAIN_SHARE:
+        return f"give the domain share {step:g} of ε or more"
+    return (f"raise ε to {budget.epsilon * share / MOST_DOMAIN_SHARE:.3g} or more with a "
+            f"domain share of {MOST_DOMAIN_SHARE:g}")
 
 
 def _listed(names: list[str]) -> str:

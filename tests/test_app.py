@@ -295,12 +295,9 @@ def test_the_tables_account_counts_every_run_and_refuses_past_its_limit(app, mon
     assert "ε = 1.5 of its limit 1.5 remains" in texts(app)  # the sidebar, before any run
     run(app)  # ε = 1, the page's default
     assert "ε = 0.5 of its limit 1.5 remains" in texts(app)
-    button(app, "Run").click().run()  # another ε = 1: the confirmation refuses it
-    assert "This run spends at most ε = 1, δ = " in texts(app)
-    assert any("more than this table's limit leaves (ε = 0.5" in e.value for e in app.error)
-    assert button(app, "Spend and run").disabled
-    button(app, "Not now").click().run()
-    assert not any(b.label == "Spend and run" for b in app.button)
+    assert run_button(app).disabled  # another ε = 1 is more than the limit leaves: Run is off
+    assert ("ε = 1 is more than the table's lifetime limit leaves (ε = 0.5); raise it under "
+            "Lifetime limit in the sidebar") in texts(app)
     usage = Store().usage(key)
     assert usage.runs == 1 and usage.epsilon == pytest.approx(1.0)  # the refusal cost nothing
 

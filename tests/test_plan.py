@@ -64,13 +64,34 @@ def test_the_refusal_names_a_domain_share_that_would_do():
     model = make("independent")
     budget = model.budget_for(Budget(1.0, 1e-5), schema)
     refused = plan(model, people, schema, budget)
-    share = float(re.search(r"domain share at least ([\d.e-]+)", str(refused.refusals[0]))[1])
+    share = float(re.search(r"give the domain share ([\d.]+) of ε or more",
+                            str(refused.refusals[0]))[1])
     advised = model.budget_for(Budget(1.0, 1e-5, {"domain": share, "measure": 1 - share}),
                                schema)
     assert share > budget.shares["domain"]
     assert not plan(model, people, schema, advised).refusals
+    assert round(share / 0.05, 6).is_integer()  # a value the app's slider can hold
     public = schema.declare_public(schema.names)  # or public bounds: nothing to learn
     assert not plan(model, people, public, model.budget_for(Budget(1.0, 1e-5), public)).refusals
+
+
+def test_the_advice_for_values_spread_widely_succeeds_on_negatives_and_long_tails():
+    """The steward's walk: at the share that only cleared the refusal (0.15), a balance
+    column with negatives and a long tail failed after spending. The refusal's second
+    advice (spread over many bins) runs on such a table, on every draw of fresh noise."""
+    table = customers()
+    schema = infer_schema(table, target="churn").confirm()
+    private, _ = split(table, schema)
+    model = make("independent")
+    refused = str(plan(model, Population(len(private), len(private)), schema,
+                       model.budget_for(Budget(1.0, 1e-5), schema)).refusals[0])
+    advice = re.search(r"\((raise ε to|give the domain share) ([\d.]+) .*many bins\)", refused)
+    epsilon, share = ((float(advice[2]), 0.9) if advice[1] == "raise ε to"
+                      else (1.0, float(advice[2])))
+    for _ in range(3):
+        record = run(private, schema, "independent", epsilon, 1e-5, shares={"domain": share},
+                     measure=False)
+        assert record.schema.releasable and len(record.synthetic) == len(private)
 
 
 def test_a_run_whose_success_depends_on_the_data_says_so_first():
@@ -120,10 +141,14 @@ def test_a_gaussian_stage_with_delta_zero_is_refused_in_the_plan():
     ("dpgan", {"components": 10**12}, "components"),
     ("dpgan", {"bins": 10**12}, "bins"),
     ("dpgan", {"generator_batch": 10**13}, "generator_batch"),
-    ("private_sampling", {"m": 10**12}, "m, k"),
+    ("private_sampling", {"m": 10**12}, "m"),
+    ("private_sampling", {"k": 10**13}, "k"),
     ("independent", {"bins": 10**12}, "bins"),
     ("gsd", {"mutations": 10**12}, "mutations"),
     ("dpselect", {"components": 10**12}, "components"),
+    ("dpselect", {"engine": "rows", "candidates": 10**12}, "candidates"),
+    ("dpselect", {"engine": "ga", "population": 10**12}, "population"),
+    ("gsd", {"random_queries": 10**12}, "random_queries"),
 ])
 def test_parameters_that_drive_memory_are_refused_by_name_before_anything(method, params,
                                                                            named, store):
@@ -133,7 +158,7 @@ def test_parameters_that_drive_memory_are_refused_by_name_before_anything(method
     schema = infer_schema(table).confirm()
     schema = schema.declare_public(schema.names)
     account = TableAccount.of(table, "customers.csv", store)
-    with pytest.raises(ParameterError, match=f"{named}.*of memory, over the"):
+    with pytest.raises(ParameterError, match=f"{named}.*of memory .* in all\\), over the"):
         run(table, schema, method, 1.0, 1e-5, params=params, account=account, measure=False)
     assert store.usage(account.key) is None or store.usage(account.key).runs == 0
 

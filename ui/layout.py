@@ -56,9 +56,11 @@ def confirm_spending(ds: state.Dataset, epsilon: float, delta: float, what: str,
                    "them (basic composition).")
         over = epsilon > eps_left or delta > delta_left
         if over:
-            st.error(f"That is more than this table's limit leaves (ε = "
-                     f"{epsilon_text(eps_left)}, δ = {delta_left:.2g}): it would be refused. "
-                     "Spend less, or raise the limit with `python -m synth account limit`.")
+            left = f"ε = {epsilon_text(eps_left)}" + (
+                "" if math.isinf(delta_left) else f", δ = {delta_left:.2g}")
+            st.error(f"That is more than this table's limit leaves ({left}): it would be "
+                     "refused. Spend less, or raise the limit under Lifetime limit in the "
+                     "sidebar.")
         yes, no = st.columns(2)
         if yes.button("Spend and run", type="primary", disabled=over):
             state.answered()

@@ -226,12 +226,14 @@ class Synthesizer:
         if n is not None and not isinstance(n, Population):
             n = Population.of(n, PrivacyUnit())
         self._check_rules(values, n, schema)
-        need = self._memory(values, n, schema)
-        if need is not None and need[0] > memory_bound():
+        parts = self._memory(values, n, schema)
+        total = sum(parts.values())
+        if total > memory_bound():
+            worst = max(parts, key=parts.__getitem__)
             raise ParameterError(
-                f"{need[1]} would need about {human_bytes(need[0])} of memory, over the "
-                f"{human_bytes(memory_bound())} bound (half this machine's memory): use "
-                "smaller values")
+                f"{worst} would need about {human_bytes(parts[worst])} of memory "
+                f"({human_bytes(total)} in all), over the {human_bytes(memory_bound())} bound "
+                "(half this machine's memory): use smaller values")
         return values
 
     def _check_rules(self, values: dict[str, Any], population: Population | None,
@@ -413,11 +415,11 @@ class Synthesizer:
         return ""
 
     def _memory(self, values: dict[str, Any], population: Population | None,
-                schema: Schema | None) -> tuple[int, str] | None:
-        """(peak bytes a fit would hold, the parameters that drive it) from public facts,
-        or None where no parameter can drive memory far: :meth:`check_params` refuses an
-        estimate over :func:`memory_bound` by those parameters' names."""
-        return None
+                schema: Schema | None) -> dict[str, int]:
+        """Peak bytes a fit would hold, from public facts, by what drives them (parameter
+        names); empty where no parameter can drive memory far. :meth:`check_params` refuses
+        a total over :func:`memory_bound`, naming the largest part."""
+        return {}
 
     def sample(self, n: int | None = None, seed: int | None = None) -> pd.DataFrame:
         """``n`` synthetic rows (default: as many as the private table had)."""

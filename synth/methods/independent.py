@@ -65,12 +65,12 @@ class IndependentMarginals(Synthesizer):
         self.exact_integers = exact_integers
 
     def _memory(self, values: dict, population: Population | None, schema: Schema | None
-                ) -> tuple[int, str]:
+                ) -> dict[str, int]:
         """Float64 bytes of each column's bin edges and its noisy 1-way marginal (a few
         copies): ``bins`` drives them."""
         width = values["bins"] + 2 if schema is None else model_width(
             schema, values["bins"], values["exact_integers"])
-        return 8 * 4 * width, "bins"
+        return {"bins": 32 * width}
 
     def _fit(self, data: Chunks, schema: Schema, ctx: FitContext) -> None:
         self.discretizer_ = Discretizer(schema, bins=int(self.bins),

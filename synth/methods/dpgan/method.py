@@ -127,19 +127,20 @@ class DPGAN(Synthesizer):
                                  f"the table ({size})")
 
     def _memory(self, values: dict, population: Population | None, schema: Schema | None
-                ) -> tuple[int, str]:
+                ) -> dict[str, int]:
         """Float32 bytes of the networks, their gradients and Adam's moments, Opacus's
         per-sample gradients of a Poisson batch (up to twice its mean) and the generator's
         activations. A table's one-hot width W counts each column once when unknown."""
         W = 1 if schema is None else max(model_width(schema, values["bins"],
                                                      values["exact_integers"]), 1)
-        K, H = values["components"], values["critic_hidden"]
+        K, H, B = values["components"], values["critic_hidden"], values["batch_size"]
         critic = W * H + H * H + 2 * H + 1
         k = 1 if population is None else population.max_rows
-        floats = (4 * (K + K * W) + 4 * critic + 2 * values["batch_size"] * critic
-                  + 3 * values["generator_batch"] * (K + W) + 4 * values["batch_size"] * k * W)
-        return 4 * floats, ("components, critic_hidden, batch_size, generator_batch and bins "
-                            f"(a one-hot width of {W:,})")
+        wide = f"bins (a one-hot width of {W:,})"
+        return {f"components and {wide}": 16 * (K + K * W),
+                f"critic_hidden, batch_size and {wide}": 4 * (4 + 2 * B) * critic,
+                f"generator_batch, components and {wide}": 12 * values["generator_batch"] * (K + W),
+                f"batch_size and {wide}": 16 * B * k * W}
 
     def plan(self, n: int, epsilon: float, delta: float) -> PoissonSampledGaussian:
         """The critic's DP-SGD on n rows, or n units of protection (each unit's rows are one

@@ -212,6 +212,22 @@ class DPSelect(DPGAN):
             raise ParameterError(f"the ga engine scores outputs by the l1 distance only, got "
                                  f"distance={values['distance']!r}")
 
+    def _memory(self, values: dict, population: Population | None, schema: Schema | None
+                ) -> dict[str, int]:
+        """DP-GAN's networks, plus the selection's working arrays: the rows engine scores T
+        candidates in each of S sections per pick (a few float64 per candidate and column),
+        the ga engine holds N_p chromosomes of the output's rows (int32, with offspring)."""
+        parts = super()._memory(values, population, schema)
+        columns = 1 if schema is None else max(len(schema), 1)
+        rows = 1 if population is None else population.units * population.max_rows
+        if values["engine"] == "rows":
+            candidates = values["candidates"] or values["pool_multiplier"] or 20
+            parts["candidates and sections"] = (32 * (values["sections"] or 5)
+                                                * math.ceil(candidates) * (columns + 1))
+        elif values["engine"] == "ga":
+            parts["population"] = 12 * values["population"] * rows
+        return parts
+
     def _held_rows(self, n: int) -> int:
         """The pool's rows in memory: the measure engine's support rows join the GAN's."""
         return self._pool_rows(n) + (math.ceil(SUPPORT * self._pool_rows(n))

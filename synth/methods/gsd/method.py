@@ -163,16 +163,16 @@ class GSD(Synthesizer):
             check_fits(values["rounds"], values["per_round"], workloads)
 
     def _memory(self, values: dict, population: Population | None, schema: Schema | None
-                ) -> tuple[int, str]:
+                ) -> dict[str, int]:
         """Bytes of the search's tables (the elite and a working copy of N' rows' codes), the
         candidates of a generation (an edited row each, with its loss change per column) and
         the random prefix or halfspace queries (a coefficient per column)."""
         columns = 1 if schema is None else max(len(schema), 1)
         rows = values["rows"] or ROWS  # N' at most (the public default caps it)
         candidates = values["mutations"] + values["crossovers"]
-        floats = (rows * columns * (values["elite"] + 2) + 2 * candidates * columns
-                  + 2 * values["random_queries"] * columns)
-        return 8 * floats, "rows, elite, mutations, crossovers and random_queries"
+        return {"rows and elite": 8 * rows * columns * (values["elite"] + 2),
+                "mutations and crossovers": 16 * candidates * columns,
+                "random_queries": 16 * values["random_queries"] * columns}
 
     def _preview(self, population: Population, schema: Schema, budget: Budget
                  ) -> list[NoiseScale]:

@@ -153,7 +153,7 @@ class PrivateSampling(Synthesizer):
                            "a demonstration run")
 
     def _memory(self, values: dict, population: Population | None, schema: Schema | None
-                ) -> tuple[int, str]:
+                ) -> dict[str, int]:
         """Float64 bytes of the Walsh matrix of the m support points (l = C(p, ≤d) rows) and
         the LP HiGHS solves on it (about three copies), the n rows' Walsh features and the k
         released samples. p counts one bit per column when the schema is unknown."""
@@ -163,8 +163,8 @@ class PrivateSampling(Synthesizer):
         m = 8 * lines if values["m"] is None else values["m"]
         n = 1 if population is None else population.rows
         k = n if values["k"] is None else values["k"]
-        return (8 * (4 * lines * m + n * lines) + 2 * k * p,
-                f"m, k and bins (a {p}-bit cube, {lines:,} marginal coefficients)")
+        cube = f"a {p}-bit cube, {lines:,} marginal coefficients"
+        return {f"m ({cube})": 32 * lines * m, f"bins ({cube})": 8 * n * lines, "k": 2 * k * p}
 
     def _refusals(self, population: Population, schema: Schema, budget: Budget
                   ) -> list[SynthError]:
