@@ -323,11 +323,44 @@ class Synthesizer:
             ctx: FitContext | None = None) -> Synthesizer:
         """Fit on ``table``: a DataFrame, or a :class:`~synth.source.TableFile` read where it
         lies. A method that ``streams`` reads a file in chunks, holding one at a
-        time; the others, and any fit with a unit of protection, read its columns whole."""
+        time; the others, and any fit with a unit of protection, read its columns whole.
+
+        The privacy pipeline is the same for every method, one named step each: read, bound
+        each unit's contribution, check everything public (parameters, the plan) before the
+        first charge, estimate the row count privately (k > 1), learn the private domains,
+        encode, then the method's own ``_fit``."""
         ctx = FitContext() if ctx is None else ctx
         if not isinstance(ctx, FitContext):
             raise ParameterError(f"ctx must be a FitContext or None, got {ctx!r}")
         self.__dict__.pop("schema_", None)  # a failed or cancelled fit leaves it unfitted
+        budget = self._open_ledger(schema, budget, ctx)
+        table, file = self._read(table, schema, budget.unit, ctx)
+        table, data, units = self._bound(table, file, schema, budget.unit)
+        # U (and n with one row per unit) are public: the rules can check them before
+        # anything is spent (the ledger is empty); k·U bounds the row count
+        population = Population(len(data), len(data) if units is None else
+                                int(units.max(initial=-1)) + 1, budget.unit.max_rows)
+        self._check_public(population, schema, budget)
+        population = self._private_rows(len(data), population, ctx)
+        read_once = not schema.releasable  # a file is read (and checked) to learn domains
+        learned, data = self._learn_domains(table, data, schema, budget.unit, ctx)
+        schema = learned.public_view()  # releasable: no flags read off the table
+        self.population_ = population  # public: n (or n̂), U, k
+        self.n_rows_ = population.rows  # the public n: no row is dropped but by bounding
+        self._units = units  # each row's unit, for DP-SGD over units; never kept
+        try:
+            self._fit(self._encode(data, file, schema, checked=read_once),
+                      missing.model_schema(schema), ctx)
+        finally:
+            del self._units
+        ctx.finish()
+        self.timings_ = dict(ctx.timings)
+        self.schema_ = schema  # set last: it marks the model as fitted
+        return self
+
+    def _open_ledger(self, schema: Schema, budget: Budget, ctx: FitContext) -> Budget:
+        """Check the schema and budget, and open the fit's ledger (and post-processing
+        generator); returns the budget as this method spends it."""
         check_schema(schema)
         schema.check_declared()
         budget = self.budget_for(budget, schema)
@@ -335,72 +368,91 @@ class Synthesizer:
                               on_spend=lambda e: ctx.emit(
                                   Spent(e, self.ledger_.total_epsilon, self.ledger_.total_delta)))
         self.rng_ = np.random.default_rng(ctx.postprocessing_seed)  # post-processing only
-        unit = budget.unit
-        if unit.column in schema.names:
-            raise SchemaError(f"column {unit.column!r} is the privacy unit: leave it out of "
-                              "the synthesised columns (it is never released)")
-        file = table if isinstance(table, TableFile) else None
-        if file is not None and (unit.declared or not self.streams):
-            ctx.stage(READ, len(file), f"reading {file.name} into memory")
-            table, file = read_whole(file, [*schema.names, *([unit.column] if unit.declared
-                                                              else [])],
-                                     lambda done, rows: ctx.progress(READ, done, rows)), None
-        if file is not None:  # one row per unit: n is the file's row count
+        if budget.unit.column in schema.names:
+            raise SchemaError(f"column {budget.unit.column!r} is the privacy unit: leave it "
+                              "out of the synthesised columns (it is never released)")
+        return budget
+
+    def _read(self, table: pd.DataFrame | TableFile, schema: Schema, unit: PrivacyUnit,
+              ctx: FitContext) -> tuple[pd.DataFrame | None, TableFile | None]:
+        """(the table in memory, or None; the file read where it lies, or None): a file is
+        read whole when the method does not stream or a unit must be bounded."""
+        if not isinstance(table, TableFile):
+            return table, None
+        if unit.declared or not self.streams:
+            ctx.stage(READ, len(table), f"reading {table.name} into memory")
+            return read_whole(table, [*schema.names, *([unit.column] if unit.declared
+                                                       else [])],
+                              lambda done, rows: ctx.progress(READ, done, rows)), None
+        return None, table
+
+    @staticmethod
+    def _bound(table: pd.DataFrame | None, file: TableFile | None, schema: Schema,
+               unit: PrivacyUnit) -> tuple[pd.DataFrame | None, pd.DataFrame | Chunks,
+                                           np.ndarray | None]:
+        """(the bounded table, the data checked against the schema, each row's unit): before
+        any mechanism sees the table, at most k rows per unit, no unit column. A file read
+        where it lies has one row per unit (n is its row count) and is checked as it is
+        read."""
+        if file is not None:
             check_columns(pd.DataFrame(columns=file.columns), schema)
             if len(file) == 0:
                 raise SchemaError("the table has no rows")
-            data: pd.DataFrame | Chunks = Chunks.of_file(file, schema, encode=False)
-            units = None
-        else:  # before any mechanism sees the table: at most k rows per unit, no unit column
-            table, units = bound(table, unit)
-            data = validate(table, schema)
-        # U (and n with one row per unit) are public: the rules can check them before
-        # anything is spent (the ledger is empty); k·U bounds the row count
-        population = Population(len(data), len(data) if units is None else
-                                int(units.max(initial=-1)) + 1, unit.max_rows)
+            return None, Chunks.of_file(file, schema, encode=False), None
+        table, units = bound(table, unit)
+        return table, validate(table, schema), units
+
+    def _check_public(self, population: Population, schema: Schema, budget: Budget) -> None:
+        """Every rule on public facts (parameters, memory, the plan's refusals) before the
+        first charge; parameters are then the plain Python values they hold (np.int64(8),
+        64.0 for an integer: torch and JSON take those)."""
         values = self.check_params(population, missing.model_schema(schema))
-        for name, value in self.get_params().items():  # as the plain Python values they hold
-            if type(value) is not type(values[name]):  # (np.int64(8), 64.0 for an integer):
-                setattr(self, name, values[name])      # torch and JSON take those
-        plan(self, population, schema, budget).check()  # before the first charge
-        if unit.max_rows > 1:
-            event = rows_event(self.ledger_.budget.allowance(ROWS)[0], unit.max_rows)
-            ctx.stage(ROWS, 1, "estimating the row count under DP")
-            self.ledger_.charge(ROWS, event, f"row count after keeping at most "
-                                             f"{unit.max_rows} rows per unit")
-            population = replace(population, rows=estimate_rows(
-                len(data), population.units, event, unit.max_rows))
-            ctx.progress(ROWS, 1, 1)
-        read_once = not schema.releasable  # a file is read (and checked) to learn domains
-        if not schema.releasable:
-            todo = sum(not c.releasable for c in schema)
-            if isinstance(data, Chunks):  # counted as the file is read, then learned
-                schema = learn_domains(data.scan(ctx, DOMAIN, "reading the table to learn "
-                                                 "its domains under DP"), schema, self.ledger_)
-            else:
-                ctx.stage(DOMAIN, todo, "learning data-derived domains under DP")
-                schema = learn_domains(data, schema, self.ledger_,
-                                       progress=lambda i, k: ctx.progress(DOMAIN, i, k),
-                                       rows_per_unit=unit.max_rows)
-                data = prepare(table, schema)
-        schema = schema.public_view()  # releasable: no flags read off the table
-        self.population_ = population  # public: n (or n̂), U, k
-        self.n_rows_ = population.rows  # the public n: no row is dropped but by bounding
-        self._units = units  # each row's unit, for DP-SGD over units; never kept
-        if file is not None:  # checked by now if domains were learned from it
-            data = Chunks.of_file(file, schema, target=not read_once)
-        elif self.streams:
-            data = Chunks.of_frame(missing.encode(data, schema))
-        else:
-            data = missing.encode(data, schema)
-        try:
-            self._fit(data, missing.model_schema(schema), ctx)
-        finally:
-            del self._units
-        ctx.finish()
-        self.timings_ = dict(ctx.timings)
-        self.schema_ = schema  # set last: it marks the model as fitted
-        return self
+        for name, value in self.get_params().items():
+            if type(value) is not type(values[name]):
+                setattr(self, name, values[name])
+        plan(self, population, schema, budget).check()
+
+    def _private_rows(self, rows: int, population: Population, ctx: FitContext) -> Population:
+        """With more than one row per unit the row count after bounding is private: its
+        Laplace estimate n̂ replaces it (see :mod:`synth.privacy.unit`)."""
+        k = population.max_rows
+        if k == 1:
+            return population
+        event = rows_event(self.ledger_.budget.allowance(ROWS)[0], k)
+        ctx.stage(ROWS, 1, "estimating the row count under DP")
+        self.ledger_.charge(ROWS, event, f"row count after keeping at most {k} rows per unit")
+        population = replace(population, rows=estimate_rows(rows, population.units, event, k))
+        ctx.progress(ROWS, 1, 1)
+        return population
+
+    def _learn_domains(self, table: pd.DataFrame | None, data: pd.DataFrame | Chunks,
+                       schema: Schema, unit: PrivacyUnit, ctx: FitContext
+                       ) -> tuple[Schema, pd.DataFrame | Chunks]:
+        """(the schema with every private domain learned under DP, the data prepared for
+        it); the schema itself when every domain is public. A file is counted as it is
+        read."""
+        if schema.releasable:
+            return schema, data
+        if isinstance(data, Chunks):
+            return learn_domains(data.scan(ctx, DOMAIN, "reading the table to learn its "
+                                           "domains under DP"), schema, self.ledger_), data
+        ctx.stage(DOMAIN, sum(not c.releasable for c in schema),
+                  "learning data-derived domains under DP")
+        learned = learn_domains(data, schema, self.ledger_,
+                                progress=lambda i, k: ctx.progress(DOMAIN, i, k),
+                                rows_per_unit=unit.max_rows)
+        return learned, prepare(table, learned)
+
+    def _encode(self, data: pd.DataFrame | Chunks, file: TableFile | None, schema: Schema,
+                checked: bool) -> pd.DataFrame | Chunks:
+        """The data in model space: chunks of a file (``checked`` once already, when its
+        domains were learned from it), chunks of a frame for a method that ``streams``, or
+        the encoded frame."""
+        if file is not None:
+            return Chunks.of_file(file, schema, target=not checked)
+        if self.streams:
+            return Chunks.of_frame(missing.encode(data, schema))
+        return missing.encode(data, schema)
 
     def _refusals(self, population: Population, schema: Schema, budget: Budget
                   ) -> list[SynthError]:
