@@ -234,22 +234,26 @@ def steward_page(run: state.Run) -> str:
     return steward_report(run.record.release(), run.record.synthetic, run.real, run.schema)
 
 
-def _over_limit(ds: state.Dataset, epsilon: float, unbounded: bool) -> str:
-    """Why the table's lifetime limit refuses this run ("" if it does not): ε over what the
-    limit leaves, or a run that may carry no guarantee under any limit. An account that
-    cannot be read refuses too (the sidebar says why)."""
+def _over_limit(ds: state.Dataset, epsilon: float, delta: float, unbounded: bool) -> str:
+    """Why the table's lifetime limit refuses this run ("" if it does not), by the account's
+    own rule: (ε, δ) over what the limit leaves, or a run that may carry no guarantee under
+    any limit. An account that cannot be read refuses too (the sidebar says why)."""
     try:
         usage = state.account(ds).usage()
-    except Exception:
+    except SynthError:
         return "the table's privacy account cannot be read (see the sidebar)"
     if usage.limit_epsilon is None:
         return ""
     if unbounded:
         return "a run that may carry no DP guarantee is refused under the table's lifetime limit"
-    left = usage.remaining[0]
-    return "" if epsilon <= left * (1 + 1e-9) else (
-        f"ε = {epsilon:g} is more than the table's lifetime limit leaves (ε = "
-        f"{epsilon_text(left)}); raise it under Lifetime limit in the sidebar")
+    if usage.allows(epsilon, delta):
+        return ""
+    eps_left, delta_left = usage.remaining
+    return (f"ε = {epsilon:g} is more than the table's lifetime limit leaves (ε = "
+            f"{epsilon_text(eps_left)}); raise it under Lifetime limit in the sidebar"
+            if not usage.allows(epsilon, 0.0) else
+            f"δ = {delta:.2g} is more than the table's lifetime limit leaves (δ = "
+            f"{delta_left:.2g}); raise it under Lifetime limit in the sidebar")
 
 
 def start() -> bool:
@@ -273,7 +277,7 @@ blocked = ("a run is in progress" if state.job() is not None
            else "the plan above cannot run" if planned is None
            else "the schema is not confirmed yet" if schema.proposed
            else str(planned.plan.refusals[0]) if planned.plan.refusals
-           else _over_limit(ds, epsilon, bool(planned.plan.unbounded)))
+           else _over_limit(ds, epsilon, delta, bool(planned.plan.unbounded)))
 plan = "" if planned is None else f"{planned.account.key} {planned.command}"
 if st.button("Run", type="primary", disabled=bool(blocked)):
     state.ask_to_spend("run", plan)

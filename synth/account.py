@@ -76,6 +76,14 @@ class Usage:
         """Whether some run protected a unit other than a row: then one total is not all."""
         return any(unit != ONE_ROW.short for unit, _, _ in self.by_unit)
 
+    def allows(self, epsilon: float, delta: float) -> bool:
+        """Whether a run of (ε, δ) fits under the limit (a relative SLACK for rounding: a limit
+        spent exactly in several runs must not fail)."""
+        return not ((self.limit_epsilon is not None
+                     and self.epsilon + epsilon > self.limit_epsilon * (1 + SLACK))
+                    or (self.limit_delta is not None
+                        and self.delta + delta > self.limit_delta * (1 + SLACK)))
+
     @property
     def remaining(self) -> tuple[float, float]:
         """(ε, δ) left under the limit (infinite where there is none)."""
@@ -197,11 +205,7 @@ class Store:
                     f"this run may carry no DP guarantee ({unbounded or 'ε = ∞'}), and table "
                     f"{name!r} has a lifetime limit ({_words(usage)} remain): a run without "
                     "a guarantee is refused wherever a limit is set")
-            over_eps = usage.limit_epsilon is not None and (
-                usage.epsilon + epsilon > usage.limit_epsilon * (1 + SLACK))
-            over_delta = usage.limit_delta is not None and (
-                usage.delta + delta > usage.limit_delta * (1 + SLACK))
-            if over_eps or over_delta:
+            if not usage.allows(epsilon, delta):
                 raise BudgetError(
                     f"this run would spend ε={epsilon:g}, δ={delta:.3g} of table {name!r}, "
                     f"over its lifetime limit: {_words(usage)} remain")

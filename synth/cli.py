@@ -145,7 +145,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_rows(args.rows, len(schema), "--rows")
     # the release's files exist, and have room, before the first charge
     release = Release(args.out, args.ledger, {"DATA": Path(args.data), "--schema": args.schema},
-                      (people.units * people.max_rows if args.rows is None else args.rows)
+                      (people.public().rows if args.rows is None else args.rows)
                       * len(schema))  # k·U bounds n̂: public, unlike the rows bounding keeps
     for path in release.removed:
         print(f"removed {path}: a temporary file left by an earlier run that stopped while "

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from synth.errors import BudgetError, SynthError
+from synth.missing import model_schema
 from synth.privacy.budget import Budget
 from synth.privacy.domains import DOMAIN, bounds_threshold, keep_threshold
 from synth.privacy.unit import Population
@@ -49,9 +50,9 @@ class Plan:
 def plan(model: Synthesizer, population: Population, schema: Schema, budget: Budget) -> Plan:
     """The plan of ``model`` on ``population`` under ``budget`` (already the method's split,
     as :meth:`~synth.methods.base.Synthesizer.budget_for` gives it) and the working schema
-    (private domains not yet learned)."""
-    from synth.missing import model_schema
-
+    (private domains not yet learned). Only the public population is read: with k > 1, k·U
+    stands for the rows bounding keeps."""
+    population, space = population.public(), model_schema(schema)
     refusals = [BudgetError(f"the {stage!r} share has δ = 0, but its Gaussian noise "
                             f"({accountant} accounting) needs δ > 0: give δ > 0")
                 for stage, accountant in model.accountants.items()
@@ -59,9 +60,8 @@ def plan(model: Synthesizer, population: Population, schema: Schema, budget: Bud
     learned, doubts = domain_plan(schema, budget, population)
     refusals += learned
     if schema.releasable:  # a method's limits on the model space need every domain public
-        refusals += model._refusals(population, model_schema(schema), budget)
-    return Plan(tuple(refusals), tuple(doubts),
-                model._unbounded(population, model_schema(schema), budget))
+        refusals += model._refusals(population, space, budget)
+    return Plan(tuple(refusals), tuple(doubts), model._unbounded(population, space, budget))
 
 
 def domain_plan(schema: Schema, budget: Budget, population: Population

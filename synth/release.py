@@ -167,7 +167,7 @@ def _locked(folders: list[Path]) -> Iterator[None]:
             os.close(fd)
 
 
-def sweep(path: Path) -> list[Path]:
+def remove_leftovers(path: Path) -> list[Path]:
     """Remove the temporary files an earlier writer of ``path`` left beside it, and return
     them. A writer holds a lock on its own until it ends, so one that can be locked was left
     by a writer that is gone. The caller holds the folder's lock (see :func:`_stage`)."""
@@ -198,7 +198,7 @@ def _stage(path: Path, removed: list[Path]) -> _Staged:
     except FileExistsError:  # the folder's name is a file's
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR)) from None
     with _locked([path.parent]):  # a sweeper never sees our file before it is locked
-        removed += sweep(path)
+        removed += remove_leftovers(path)
         fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     return _Staged(Path(name), fd)

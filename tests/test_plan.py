@@ -235,3 +235,37 @@ def test_synth_home_on_a_full_disk_is_one_line(tmp_path):
         _one_line_about_the_account(res)
     finally:
         subprocess.run(["umount", str(disk)], capture_output=True)
+
+
+def test_rules_and_refusals_see_only_the_public_population():
+    """The audit: at k > 1 the rows bounding keeps are private, yet fit handed them to the
+    parameter rules (GSD's memory model read them: a neighbour with one more row flipped a
+    refusal). Every rule, memory model and refusal now sees k·U in their place."""
+    from synth.methods.independent import IndependentMarginals
+
+    seen = []
+
+    class Watched(IndependentMarginals):
+        def _check_rules(self, values, population, schema):
+            seen.append(population)
+
+        def _memory(self, values, population, schema):
+            seen.append(population)
+            return super()._memory(values, population, schema)
+
+        def _refusals(self, population, schema, budget):
+            seen.append(population)
+            return []
+
+    rng = np.random.default_rng(3)
+    people = np.repeat(np.arange(200), rng.integers(1, 4, 200))  # 1 to 3 rows each
+    table = pd.DataFrame({"person": people, "c": rng.choice(["a", "b"], len(people))})
+    schema = infer_schema(table[["c"]]).confirm()
+    schema = schema.declare_public(schema.names)
+    unit = PrivacyUnit("person", 2)
+    Watched().fit(table, schema, Budget(1.0, 1e-5, unit=unit))
+    assert seen and all(p.rows == 200 * 2 and p.units == 200 for p in seen), seen
+    gsd = make("gsd")  # neighbours that differ only in the rows kept plan alike
+    budget = gsd.budget_for(Budget(1.0, 1e-5, unit=unit), schema)
+    assert len({str(plan(gsd, Population(n, 200, 2), schema, budget))
+                for n in (300, 301, 400)}) == 1

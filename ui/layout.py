@@ -54,7 +54,7 @@ def confirm_spending(ds: state.Dataset, epsilon: float, delta: float, what: str,
                     f"from the privacy account of {ds.name}.")
         st.caption(spent_words(usage) + ". Runs add up: ε and δ are summed over all of "
                    "them (basic composition).")
-        over = epsilon > eps_left or delta > delta_left
+        over = not usage.allows(epsilon, delta)
         if over:
             left = f"ε = {epsilon_text(eps_left)}" + (
                 "" if math.isinf(delta_left) else f", δ = {delta_left:.2g}")

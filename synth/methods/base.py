@@ -221,19 +221,19 @@ class Synthesizer:
         (``params``), then the rules that tie several together (:meth:`_check_rules`; those
         that need the population (an int: n rows, one per unit) or the model-space schema
         only when given). Refuses the first bad one by name; returns the values as plain
-        Python values, leaving the attributes as given."""
+        Python values, leaving the attributes as given. The rules see only the public
+        population (:meth:`~synth.privacy.unit.Population.public`)."""
         values = check_all(self.get_params(), self.params)
-        if n is not None and not isinstance(n, Population):
-            n = Population.of(n, PrivacyUnit())
+        if n is not None:
+            n = (n if isinstance(n, Population) else Population.of(n, PrivacyUnit())).public()
         self._check_rules(values, n, schema)
-        parts = self._memory(values, n, schema)
-        total = sum(parts.values())
-        if total > memory_bound():
+        parts, most = self._memory(values, n, schema), memory_bound()
+        if sum(parts.values()) > most:
             worst = max(parts, key=parts.__getitem__)
             raise ParameterError(
                 f"{worst} would need about {human_bytes(parts[worst])} of memory "
-                f"({human_bytes(total)} in all), over the {human_bytes(memory_bound())} bound "
-                "(half this machine's memory): use smaller values")
+                f"({human_bytes(sum(parts.values()))} in all), over the {human_bytes(most)} "
+                "bound (half this machine's memory): use smaller values")
         return values
 
     def _check_rules(self, values: dict[str, Any], population: Population | None,

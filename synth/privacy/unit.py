@@ -108,6 +108,12 @@ class Population:
             raise ParameterError(f"{self.rows:,} rows cannot come from {self.units:,} units "
                                  f"of 1 to {self.max_rows} rows each")
 
+    def public(self) -> Population:
+        """What a rule or refusal may read: with more than one row per unit the rows bounding
+        keeps are private, so they are replaced by their public bound k·U."""
+        return self if self.max_rows == 1 else Population(self.units * self.max_rows,
+                                                          self.units, self.max_rows)
+
     @classmethod
     def of(cls, rows: int | Population, unit: PrivacyUnit) -> Population:
         """``rows`` as the population of a run protecting ``unit``: an int is n rows, one per

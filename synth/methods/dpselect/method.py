@@ -69,6 +69,21 @@ MIN_POOL = 20_000
 MEASURE_SECONDS = 2.1e-6
 
 
+def candidates_per_pick(candidates: int | None, pool_multiplier: float | None) -> float:
+    """T, the candidates of each pick: as given, else the pool multiplier, else 20."""
+    if candidates is not None:
+        return candidates
+    return 20 if pool_multiplier is None else pool_multiplier
+
+
+def section_count(engine: str, sections: int | None) -> int:
+    """S, the sections the selection splits into: one for the measure engine (it measures
+    the whole table), else as given, else 5 for rows and 1 for ga."""
+    if engine == "measure":
+        return 1
+    return (5 if engine == "rows" else 1) if sections is None else sections
+
+
 class DPSelect(DPGAN):
     """DP-GAN pool + private selection of rows: by measured marginals, or picks.
 
@@ -221,9 +236,9 @@ class DPSelect(DPGAN):
         columns = 1 if schema is None else max(len(schema), 1)
         rows = 1 if population is None else population.units * population.max_rows
         if values["engine"] == "rows":
-            candidates = values["candidates"] or values["pool_multiplier"] or 20
-            parts["candidates and sections"] = (32 * (values["sections"] or 5)
-                                                * math.ceil(candidates) * (columns + 1))
+            parts["candidates and sections"] = (
+                32 * section_count("rows", values["sections"]) * (columns + 1)
+                * math.ceil(candidates_per_pick(values["candidates"], values["pool_multiplier"])))
         elif values["engine"] == "ga":
             parts["population"] = 12 * values["population"] * rows
         return parts
@@ -242,15 +257,11 @@ class DPSelect(DPGAN):
 
     @property
     def _candidates(self):
-        if self.candidates is not None:
-            return self.candidates
-        return 20 if self.pool_multiplier is None else self.pool_multiplier
+        return candidates_per_pick(self.candidates, self.pool_multiplier)
 
     @property
     def _sections(self):
-        if self.engine == "measure":
-            return 1
-        return (5 if self.engine == "rows" else 1) if self.sections is None else self.sections
+        return section_count(self.engine, self.sections)
 
     def selections(self, n: int, epsilon: float) -> int:
         """How many selections of a section share the selection budget ``epsilon``: one per

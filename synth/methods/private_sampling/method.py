@@ -161,7 +161,7 @@ class PrivateSampling(Synthesizer):
         d = min(values["d"], p)
         lines = walsh_count(min(p, MAX_BITS), d)  # p past 20 bits is refused by name anyway
         m = 8 * lines if values["m"] is None else values["m"]
-        n = 1 if population is None else population.rows
+        n = 1 if population is None else population.units  # one row per unit
         k = n if values["k"] is None else values["k"]
         cube = f"a {p}-bit cube, {lines:,} marginal coefficients"
         return {f"m ({cube})": 32 * lines * m, f"bins ({cube})": 8 * n * lines, "k": 2 * k * p}
@@ -171,11 +171,16 @@ class PrivateSampling(Synthesizer):
         """With every domain public the cube is known up front: over 20 bits, or k beyond
         Theorem 4.1 without a demonstration asked for, is refused before any charge."""
         try:
-            self._event(self._plan(population.rows, schema, budget.allowance(SAMPLE)[0])[1],
-                        budget.allowance(SAMPLE)[0])
+            self._planned_event(population, schema, budget)
         except SynthError as exc:
             return [exc]
         return []
+
+    def _planned_event(self, population: Population, schema: Schema, budget: Budget
+                       ) -> PureDP | NoGuarantee:
+        """The event a fit on this public cube would charge (or its refusal)."""
+        eps = budget.allowance(SAMPLE)[0]
+        return self._event(self._plan(population.rows, schema, eps)[1], eps)
 
     def _unbounded(self, population: Population, schema: Schema, budget: Budget) -> str:
         """A demonstration run may carry no guarantee: certainly when Theorem 4.1 does not
@@ -185,9 +190,8 @@ class PrivateSampling(Synthesizer):
         if not schema.releasable:
             return ("allow_no_guarantee is set and the cube's size waits for the learned "
                     "domains, so Theorem 4.1 may not cover k")
-        eps = budget.allowance(SAMPLE)[0]
         try:
-            event = self._event(self._plan(population.rows, schema, eps)[1], eps)
+            event = self._planned_event(population, schema, budget)
         except SynthError:  # refused by _refusals
             return ""
         return event.reason if isinstance(event, NoGuarantee) else ""
