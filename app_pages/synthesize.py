@@ -164,11 +164,24 @@ with state.guard("Planning the budget"):
                f"{people.units:,} people and the {people.rows:,} rows kept at k = "
                f"{ds.unit.max_rows} (the run estimates the latter privately)")
     st.caption(f"Worked out from the schema and {counted} only: nothing is spent.")
-    seconds = model.duration(people, schema, budget)
+    seconds = planned.plan.seconds
     if seconds is not None:
         st.info(f"Expected to take about {about(seconds)} on 2 cores (the benchmarks' machine; "
                 "longer on a busy one). The run shows its progress as it goes.",
                 icon=":material/schedule:")
+    if planned.plan.charges:
+        with st.expander(f"The plan: the {len(planned.plan.charges)} charges this run will "
+                         "make, in order"):
+            st.markdown("\n".join(f"- {line}" for line in planned.plan.lines()))
+            st.caption("The run's ledger refuses any charge this plan does not hold. Where "
+                       "a charge is a bound, the event charged may differ (which workload a "
+                       "private selection picks, a row count estimated privately) but costs "
+                       "no more.")
+            st.download_button("Download the plan (JSON, the ledger's format)",
+                               json.dumps(planned.plan.to_dict(), indent=2,
+                                          ensure_ascii=False),
+                               file_name=f"plan-{method}.json", mime="application/json",
+                               key=state.mine("plan-json"))
 if planned is not None and ds.unit.declared:
     with st.expander("Try another k: what a different bound on rows per person would cost"):
         other = int(st.number_input("k for this preview only", min_value=1, max_value=10_000,

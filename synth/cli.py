@@ -183,6 +183,35 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    """What ``synth run`` with these arguments would do, reading only the row count (or, with
+    a privacy unit, the unit column's distinct count): never a value."""
+    table = TableFile(Path(args.data), encoding=args.encoding)
+    schema = Schema.load(args.schema)
+    params, shares = parse_settings(args.set or [], args.method)
+    unit = PrivacyUnit(args.privacy_unit, 1 if args.max_rows_per_unit is None
+                       else args.max_rows_per_unit)
+    people = table_population(table, unit)
+    delta = args.delta if args.delta is not None else default_delta(people.units)
+    run = runs.Run(args.method, schema, args.epsilon, delta, params, shares,
+                   args.postprocessing_seed, rows=people, unit=unit)
+    planned = run.plan
+    if args.json:
+        print(json.dumps({"method": args.method, "population": vars(people),
+                          "budget": run.budget.to_dict(), "relation": unit.relation,
+                          "command": run.command, **planned.to_dict()}, indent=2,
+                         ensure_ascii=False))
+    else:
+        who = (f"{people.units:,} units of up to {unit.max_rows} rows" if unit.declared
+               else f"{people.rows:,} rows")
+        print(f"{args.method} on {table.name} ({who}), ε = {args.epsilon:g}, "
+              f"δ = {delta:.3g}:")
+        for line in planned.lines():
+            print(f"  {line}")
+    planned.check()  # a refused plan exits non-zero, its first reason on stderr
+    return 0
+
+
 def _stopped(run: runs.Run, release: Release, exc: BaseException) -> None:
     """A run that stopped after spending: put its ledger in place (what ran, nothing
     released) and say what was spent."""
@@ -435,30 +464,41 @@ def build_parser() -> argparse.ArgumentParser:
     data_arg(confirm)
     confirm.set_defaults(func=cmd_schema_confirm)
 
+    def run_args(p: argparse.ArgumentParser) -> None:  # shared by run and plan
+        p.add_argument("data")
+        p.add_argument("--schema", type=Path, required=True)
+        p.add_argument("--method", required=True, choices=sorted(METHODS))
+        p.add_argument("--epsilon", type=float, required=True)
+        p.add_argument("--delta", type=float,
+                       help="default: the largest power of ten ≤ 1/(10n)")
+        p.add_argument("--postprocessing-seed", type=int, default=None,
+                       help="steers post-processing only (initialisation, search, sampling "
+                            "from the fitted model); privacy noise is fresh OS entropy on "
+                            "every run, so the same seed twice gives two different releases")
+        p.add_argument("--rows", type=int, help="rows to sample (default: as many as the "
+                       "input, or its private estimate with a privacy unit)")
+        p.add_argument("--privacy-unit", metavar="COLUMN",
+                       help="protect every row of one unit (person, household) named by "
+                            "COLUMN, not one row; COLUMN is never released (default: each row)")
+        p.add_argument("--max-rows-per-unit", type=int, metavar="K",
+                       help="keep at most K rows of each unit, chosen at random (needs "
+                            "--privacy-unit; default 1)")
+        p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                       help="method parameter, or budget share as share.STAGE=fraction")
+        data_arg(p)
+
+    planning = sub.add_parser("plan", help="what `run` with these arguments would charge, "
+                              "refuse or take, from the row count alone (nothing is spent)")
+    run_args(planning)
+    planning.add_argument("--json", action="store_true",
+                          help="the plan as JSON: its entries in the ledger's own format")
+    planning.set_defaults(func=cmd_plan)
+
     run = sub.add_parser("run", help="fit a method and write a synthetic table and its ledger")
-    run.add_argument("data")
-    run.add_argument("--schema", type=Path, required=True)
-    run.add_argument("--method", required=True, choices=sorted(METHODS))
-    run.add_argument("--epsilon", type=float, required=True)
-    run.add_argument("--delta", type=float, help="default: the largest power of ten ≤ 1/(10n)")
-    run.add_argument("--postprocessing-seed", type=int, default=None,
-                     help="steers post-processing only (initialisation, search, sampling from "
-                          "the fitted model); privacy noise is fresh OS entropy on every run, "
-                          "so the same seed twice gives two different releases")
+    run_args(run)
     run.add_argument("--out", type=Path, required=True)
     run.add_argument("--ledger", type=Path, required=True)
-    run.add_argument("--rows", type=int, help="rows to sample (default: as many as the input, "
-                     "or its private estimate with a privacy unit)")
-    run.add_argument("--privacy-unit", metavar="COLUMN",
-                     help="protect every row of one unit (person, household) named by COLUMN, "
-                          "not one row; COLUMN is never released (default: each row)")
-    run.add_argument("--max-rows-per-unit", type=int, metavar="K",
-                     help="keep at most K rows of each unit, chosen at random (needs "
-                          "--privacy-unit; default 1)")
-    run.add_argument("--set", action="append", metavar="KEY=VALUE",
-                     help="method parameter, or budget share as share.STAGE=fraction")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
-    data_arg(run)
     run.set_defaults(func=cmd_run)
 
     ev = sub.add_parser("evaluate", help="utility and fidelity of a synthetic table (JSON)")

@@ -2,24 +2,29 @@
 
 From a method (its parameters), the schema, the public population (n rows, or U units of at
 most k rows) and the budget, :func:`plan` finds the refusals a run can know up front (a
-Gaussian stage with δ = 0, private domains whose noise no bin could clear, a method's own
-public-fact limits such as private sampling's 20 bits), what still depends on the data (to be
-said before spending), and whether the run can carry a DP guarantee at all. ``fit``, the
-account's reservation and the app's Run button read this one plan, so a doomed run is refused
-before its first charge, never after.
+Gaussian stage with δ = 0, private domains whose noise no bin could clear, memory, a method's
+own limits such as private sampling's 20 bits), what still depends on the data (to be said
+before spending), whether the run can carry a DP guarantee at all, the events it will charge
+in order, and its expected time and memory. ``fit``, the account's reservation, the app's Run
+button and ``synth plan`` read this one plan: a doomed run is refused before its first
+charge, and a fit's ledger refuses any charge the plan does not hold (:meth:`Plan.guard`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from synth.data import human_bytes
 from synth.errors import BudgetError, SynthError
 from synth.missing import model_schema
-from synth.privacy.budget import Budget
-from synth.privacy.domains import DOMAIN, bounds_threshold, keep_threshold
-from synth.privacy.unit import Population
+from synth.privacy.budget import Budget, Ledger, LedgerEntry
+from synth.privacy.domains import DOMAIN, bounds_threshold, domain_events, keep_threshold
+from synth.privacy.events import Event, describe
+from synth.privacy.unit import ROWS, Population, rows_event
 from synth.schema import CATEGORICAL, Schema
 
 if TYPE_CHECKING:
@@ -33,18 +38,118 @@ DOOMED, DOUBTFUL = 1 / 2, 1 / 10
 MOST_DOMAIN_SHARE, SHARE_STEP = 0.9, 0.05  # the app's slider
 
 
+TOLERANCE = 1e-9  # relative, as the ledger's: one cost derived twice may differ in the last bit
+
+
+@dataclass(frozen=True)
+class Charge:
+    """One event a run will charge, in order. ``exact``: the ledger will hold this very event.
+    Otherwise it is the event at a public bound (a picked workload's sensitivity, the public
+    k·U for n̂), and the ledger's event costs no more; ``event`` is None where the events wait
+    for a private fact (the learned domains), and the stage's share bounds them."""
+
+    stage: str
+    event: Event | None
+    exact: bool = True
+
+
 @dataclass(frozen=True)
 class Plan:
-    """A run's refusals, doubts and guarantee, from public facts only."""
+    """What a run will do, from public facts only: its refusals and doubts, whether it keeps
+    a DP guarantee, the events it will charge (``charges``, with each stage's planned cost in
+    ``bounds``) and its expected seconds and peak bytes."""
 
     refusals: tuple[SynthError, ...] = ()  # the run cannot succeed: refused before a charge
     doubts: tuple[str, ...] = ()  # success depends on the data: say so before spending
     unbounded: str = ""  # why the run may end without a DP guarantee ("": it has one)
+    charges: tuple[Charge, ...] = ()
+    # stages whose number of events waits for a private fact (n̂, the learned domains): only
+    # their total is bounded; every other stage is charged event by event as planned
+    loose: frozenset[str] = frozenset()
+    bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    entries: tuple[dict[str, Any], ...] = ()  # the charges in the ledger's own format
+    seconds: float | None = None  # on 2 cores (the benchmarks' machine); None: no cost model
+    memory: int = 0  # peak bytes the method's large parts need (Synthesizer._memory)
 
     def check(self) -> None:
         """Raise the first refusal, if any."""
         if self.refusals:
             raise self.refusals[0]
+
+    @property
+    def exact(self) -> bool:
+        """Whether the ledger will hold exactly :attr:`charges`' events, in order."""
+        return not self.loose and all(c.exact for c in self.charges)
+
+    def guard(self, ledger: Ledger, stage: str, event: Event) -> None:
+        """Refuse, before it runs, a charge this plan does not hold (the ledger calls it): an
+        exact stage's next event must be the planned one (a bounded one no dearer), and no
+        stage may cost more than planned. A mismatch is our bug; nothing more is spent."""
+        done = [e.event for e in ledger.entries if e.stage == stage]
+        planned = [c for c in self.charges if c.stage == stage]
+        where = f"{event.kind} ({stage!r}, charge {len(done) + 1})"
+        if stage not in self.loose:
+            if len(done) >= len(planned):
+                raise BudgetError(f"{where} is not in the run's plan, which has "
+                                  f"{len(planned)} charge(s) there: refusing to spend it")
+            want = planned[len(done)]
+            if want.exact and event != want.event:
+                raise BudgetError(f"{where} differs from the planned {want.event}: refusing "
+                                  "to spend it")
+            if not want.exact and (type(event) is not type(want.event) or _over(
+                    ledger.cost(stage, [event]), ledger.cost(stage, [want.event]))):
+                raise BudgetError(f"{where} costs more than the planned {want.event}: "
+                                  "refusing to spend it")
+        cost = ledger.cost(stage, [*done, event])
+        if math.isinf(cost[0]) and self.unbounded:
+            return  # planned: a demonstration without a guarantee
+        if _over(cost, self.bounds.get(stage, (0.0, 0.0))):
+            raise BudgetError(f"{where} would bring the stage to ε = {cost[0]:.4g}, over the "
+                              f"planned {self.bounds.get(stage, (0.0, 0.0))[0]:.4g}: refusing "
+                              "to spend it")
+
+    def lines(self) -> list[str]:
+        """The plan for people: refusals, each distinct charge with how often it comes (in
+        order of first coming; ``to_dict`` has the exact order), the bounded stages, doubts,
+        and the estimate."""
+        out = [f"refused: {r}" for r in self.refusals]
+        for charge, times in Counter(self.charges).items():
+            what = ("events that wait for the learned domains" if charge.event is None
+                    else describe(charge.event))
+            out.append(f"{charge.stage}: {f'{times} × ' if times > 1 else ''}{what}" + (
+                "" if charge.exact else " (a bound: the event charged may differ, costing no "
+                                        "more)"))
+        out += [f"{stage}: at most ε = {eps:.4g}, δ = {delta:.3g} in all (how many events "
+                "waits for a private estimate)" for stage, (eps, delta) in self.bounds.items()
+                if stage in self.loose]
+        out += [f"doubt: {d}" for d in self.doubts]
+        if self.unbounded:
+            out.append(f"no guarantee: {self.unbounded}")
+        if not self.refusals:
+            out.append("time: " + ("a few seconds, or no cost model for this method"
+                                   if self.seconds is None else
+                                   f"about {self.seconds:,.0f} s on 2 cores")
+                       + f"; memory: about {human_bytes(self.memory)} for its large parts")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as JSON: its ``entries`` compare equal to the ledger's (stage, event,
+        relation, ε and δ added) wherever it is :attr:`exact`."""
+        return {"exact": self.exact, "entries": list(self.entries),
+                "bounds": {s: {"epsilon": None if math.isinf(e) else e, "delta": d}
+                           for s, (e, d) in self.bounds.items()},
+                "loose": sorted(self.loose), "refusals": [str(r) for r in self.refusals],
+                "doubts": list(self.doubts), "unbounded": self.unbounded,
+                "seconds": self.seconds, "memory_bytes": self.memory}
+
+
+def _over(cost: tuple[float, float], bound: tuple[float, float]) -> bool:
+    return any(c > b * (1 + TOLERANCE) + 1e-15 for c, b in zip(cost, bound, strict=True))
+
+
+def same_events(entries: Iterable[Mapping[str, Any]]) -> list[tuple[str, Any]]:
+    """(stage, event) of a ledger's or a plan's entries, the part the two share exactly."""
+    return [(e["stage"], e["event"]) for e in entries]
 
 
 def plan(model: Synthesizer, population: Population, schema: Schema, budget: Budget) -> Plan:
@@ -53,15 +158,63 @@ def plan(model: Synthesizer, population: Population, schema: Schema, budget: Bud
     (private domains not yet learned). Only the public population is read: with k > 1, k·U
     stands for the rows bounding keeps."""
     population, space = population.public(), model_schema(schema)
-    refusals = [BudgetError(f"the {stage!r} share has δ = 0, but its Gaussian noise "
-                            f"({accountant} accounting) needs δ > 0: give δ > 0")
-                for stage, accountant in model.accountants.items()
-                if accountant in ("zcdp", "pld") and budget.allowance(stage)[1] <= 0]
+    refusals: list[SynthError] = [
+        BudgetError(f"the {stage!r} share has δ = 0, but its Gaussian noise ({accountant} "
+                    f"accounting) needs δ > 0: give δ > 0")
+        for stage, accountant in model.accountants.items()
+        if accountant in ("zcdp", "pld") and budget.allowance(stage)[1] <= 0]
     learned, doubts = domain_plan(schema, budget, population)
     refusals += learned
-    if schema.releasable:  # a method's limits on the model space need every domain public
-        refusals += model._refusals(population, space, budget)
-    return Plan(tuple(refusals), tuple(doubts), model._unbounded(population, space, budget))
+    charges: list[Charge] = []
+    memory, seconds, unbounded = 0, None, ""
+    if not refusals:
+        try:
+            values = model.check_params(population, space)
+            memory = sum(model._memory(values, population, space).values())
+            charges = [*_public_charges(schema, budget, population),
+                       *model._charges(population, space, budget)]
+            unbounded = model._unbounded(population, space, budget)
+            seconds = model._duration(population, space, budget)
+        except SynthError as exc:
+            refusals.append(exc)
+    if refusals:
+        return Plan(tuple(refusals), tuple(doubts))
+    loose = frozenset(c.stage for c in charges if c.event is None or (
+        not c.exact and population.max_rows > 1))
+    ledger = open_ledger(model, budget)
+    try:
+        for c in charges:
+            if c.event is not None:
+                ledger.charge(c.stage, c.event)
+    except BudgetError as exc:  # the method's own plan is over its share: say so first
+        return Plan((exc,), tuple(doubts))
+    bounds = {s: budget.allowance(s) if s in loose else ledger.spent(s)
+              for s in dict.fromkeys(c.stage for c in charges)}
+    known = iter(ledger.entries)
+    entries = tuple({**(next(known).to_dict(budget.unit.relation) if c.event is not None
+                        else {"stage": c.stage, "event": None}), "bound": not c.exact}
+                    for c in charges)
+    return Plan((), tuple(doubts), unbounded, tuple(charges), loose, bounds,
+                tuple({k: v for k, v in e.items() if k not in ("description", "status")
+                       and (k != "bound" or v)} for e in entries), seconds, memory)
+
+
+def open_ledger(model: Synthesizer, budget: Budget,
+                on_spend: Callable[[LedgerEntry], None] | None = None) -> Ledger:
+    """The ledger a fit of ``model`` charges (the domain stage composes by basic
+    composition, the method's stages by their accountants), and its plan is worked on."""
+    return Ledger(budget, {DOMAIN: "basic", **model.accountants}, on_spend=on_spend)
+
+
+def _public_charges(schema: Schema, budget: Budget, population: Population) -> list[Charge]:
+    """The row count's estimate (k > 1) and the learned domains' events: the same for
+    every method, and public."""
+    k = population.max_rows
+    charges = [Charge(ROWS, rows_event(budget.allowance(ROWS)[0], k))] if k > 1 else []
+    if not schema.releasable:
+        charges += [Charge(DOMAIN, e) for e in domain_events(schema, *budget.allowance(DOMAIN),
+                                                               k)]
+    return charges
 
 
 def domain_plan(schema: Schema, budget: Budget, population: Population

@@ -341,3 +341,47 @@ def test_run_command_is_what_the_cli_parses():
     params, shares = parse_settings(args.set)
     assert params == {"bins": 16, "exact_integers": 0}
     assert shares == {"domain": 0.1, "measure": 0.9}
+
+
+def test_plan_json_is_the_ledger_the_run_writes_and_reads_no_value(tmp_path):
+    table, schema_path = sample_paths()
+    frame = pd.read_csv(table).iloc[:1500]
+    schema = Schema.load(schema_path)
+    # age's bounds are learned privately: the plan states the domain stage's events too
+    private = schema.declare_public([c for c in schema.names if c != "age"])
+    private.save(tmp_path / "schema.json")
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    args = ["--schema", tmp_path / "schema.json", "--method", "dpgan", "--epsilon", 2,
+            "--delta", 1e-5, "--set", "epochs=0.3"]
+    planned = synth("plan", tmp_path / "data.csv", *args, "--json")
+    assert planned.returncode == 0, planned.stderr
+    plan = json.loads(planned.stdout)
+    assert plan["exact"] and plan["population"]["rows"] == 1500
+    ran = synth("run", tmp_path / "data.csv", *args, "--out", tmp_path / "synth.csv",
+                "--ledger", tmp_path / "ledger.json", "--quiet")
+    assert ran.returncode == 0, ran.stderr
+    ledger = json.loads((tmp_path / "ledger.json").read_text())
+
+    def events(entries):
+        return [{k: e[k] for k in ("stage", "event", "relation", "epsilon", "delta")}
+                for e in entries]
+
+    assert events(plan["entries"]) == events(ledger["entries"])
+    assert [e["stage"] for e in plan["entries"]][:2] == ["domain", "gan"]
+    # values the run would refuse change nothing: the plan reads the row count alone
+    garbled = frame.astype(object)
+    garbled[:] = "not a value"
+    garbled.to_csv(tmp_path / "garbled.csv", index=False)
+    again = synth("plan", tmp_path / "garbled.csv", *args, "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["entries"] == plan["entries"]
+    text = synth("plan", tmp_path / "data.csv", *args)
+    assert "gan: noise multiplier σ" in text.stdout and "time: about" in text.stdout
+
+
+def test_a_refused_plan_says_why_and_exits_non_zero(tmp_path):
+    table, schema_path = sample_paths()
+    res = synth("plan", table, "--schema", schema_path, "--method", "private_sampling",
+                "--epsilon", 1)
+    assert res.returncode == 2 and "refused: private sampling runs at demo scale" in res.stdout
+    assert res.stderr.startswith("error: private sampling runs at demo scale")

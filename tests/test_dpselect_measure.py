@@ -23,6 +23,7 @@ from synth.privacy.composition import zcdp_to_dp
 from synth.privacy.events import Exponential, Gaussian
 from synth.privacy.mechanisms import gaussian, replayable_noise
 from synth.privacy.unit import Population, PrivacyUnit
+from synth.runs import Run
 from synth.schema import Column, Schema
 from tests.test_gsd import zcdp_events_epsilon
 
@@ -138,10 +139,9 @@ def test_the_duration_shown_before_a_run_grows_with_the_work(sample):
     """From public facts only: more rows, more epochs or a larger pool take longer; DP-Select
     trains the same GAN as DP-GAN and then selects; no estimate where there is no model."""
     _, schema = sample
-    budget = Budget(1.0, 1e-5)
 
     def seconds(method: str, rows: int = 4_000, **params) -> float | None:
-        return make(method, params).duration(rows, schema, budget)
+        return Run(method, schema, 1.0, 1e-5, params, rows=rows).plan.seconds
 
     assert 0 < seconds("dpselect") < seconds("dpselect", 40_000)
     assert seconds("dpselect", epochs=20) > seconds("dpselect")

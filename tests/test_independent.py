@@ -1,6 +1,5 @@
 """The independent-marginals baseline, and through it the method interface of DESIGN.md."""
 
-import threading
 
 import numpy as np
 import pandas as pd
@@ -8,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from synth.errors import BudgetError, Cancelled, SynthError
+from synth.errors import BudgetError, SynthError
 from synth.evaluation import evaluate, marginal_tvd
 from synth.methods import FitContext, Progress, Spent, StageStarted, make
 from synth.privacy.budget import Budget
@@ -73,26 +72,6 @@ def test_events_stage_progress_and_spend(sample):
     assert len(spent) == 1 and spent[0].total_epsilon == model.ledger_.total_epsilon
     last = [e for e in events if isinstance(e, Progress)][-1]
     assert last.step == last.total == 1  # one Gaussian draw for every cell
-
-
-def test_cancel_stops_the_fit_at_its_next_check(sample):
-    table, schema = sample
-    stop = threading.Event()
-    after = []
-
-    def on_event(event):
-        if stop.is_set():
-            after.append(event)
-        elif isinstance(event, Spent):
-            stop.set()
-
-    ctx = FitContext(postprocessing_seed=0, should_stop=stop.is_set, on_event=on_event)
-    model = make("independent")
-    with pytest.raises(Cancelled):
-        model.fit(table, schema, BUDGET, ctx)
-    assert stop.is_set() and not [e for e in after if isinstance(e, Progress)], after
-    with pytest.raises(SynthError, match="not fitted"):
-        model.sample(10)
 
 
 def test_ledger_records_the_gaussian_it_ran(sample):

@@ -253,9 +253,13 @@ def test_rules_and_refusals_see_only_the_public_population():
             seen.append(population)
             return super()._memory(values, population, schema)
 
-        def _refusals(self, population, schema, budget):
+        def _charges(self, population, schema, budget):
             seen.append(population)
-            return []
+            return super()._charges(population, schema, budget)
+
+        def _duration(self, population, schema, budget):
+            seen.append(population)
+            return None
 
     rng = np.random.default_rng(3)
     people = np.repeat(np.arange(200), rng.integers(1, 4, 200))  # 1 to 3 rows each

@@ -2,8 +2,6 @@
 
 import json
 
-import pytest
-
 from synth.methods import FitContext, make
 from synth.privacy.budget import Budget
 
@@ -20,22 +18,6 @@ def fitted(name: str, sample, **params):
 
 def number(text: str, after: str) -> float:
     return float(text.split(after)[1].split()[0].rstrip(","))
-
-
-def test_independent_preview_is_the_event_the_fit_charges(sample):
-    preview, ledger = fitted("independent", sample)
-    assert preview["measure"].event == ledger["measure"].event
-    assert number(preview["measure"].scale, "σ = ") == pytest.approx(
-        ledger["measure"].event.sigma, rel=1e-2)  # what the steward reads is that event
-
-
-def test_dpselect_preview_is_the_events_the_fit_charges(sample):
-    preview, ledger = fitted("dpselect", sample, epochs=0.2, engine="rows")
-    assert preview["gan"].event == ledger["gan"].event
-    assert preview["select"].event == ledger["select"].event
-    assert number(preview["select"].scale, "ε per selection = ") == pytest.approx(
-        ledger["select"].event.epsilon, rel=1e-2)
-    assert "late picks are close to uniform" in preview["select"].meaning
 
 
 def test_preview_reads_no_data_and_covers_learned_domains(sample):

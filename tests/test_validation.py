@@ -167,10 +167,11 @@ def test_cross_parameter_rules_stay_explicit(private):
 
 def test_whole_floats_reach_the_method_as_integers(sample):
     table, schema = sample[0].iloc[:300], sample[1]
-    model = make("gsd", {"rows": 100.0, "rounds": np.float64(2), "max_generations": 50})
-    model.fit(table, schema, Budget(1.0, 1e-5))  # JSON's 100.0: range(), numpy and torch
-    assert type(model.rows) is int and type(model.rounds) is int  # take integers only
-    assert model.get_params()["rows"] == 100
+    rows, rounds = 100.0, np.float64(2)  # JSON's 100.0: range(), numpy and torch take
+    model = make("gsd", {"rows": rows, "rounds": rounds, "max_generations": 50})
+    model.fit(table, schema, Budget(1.0, 1e-5))  # integers only
+    assert type(model.rows_) is int and model.rows_ == 100 and len(model.measured_) == 2
+    assert model.rows is rows and model.rounds is rounds  # stored as given (scikit-learn)
 
 
 # ---- the CLI's --set reads the declared types ----------------------------------------------

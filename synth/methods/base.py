@@ -8,11 +8,12 @@ with the schema's columns and dtypes.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -30,8 +31,8 @@ from synth.errors import (
     check_int,
     is_number,
 )
-from synth.plan import plan
-from synth.privacy.budget import ALL, Budget, Ledger, LedgerEntry
+from synth.plan import Charge, open_ledger, plan
+from synth.privacy.budget import ALL, Budget, LedgerEntry
 from synth.privacy.domains import DOMAIN, keep_threshold, laplace_scale, learn_domains
 from synth.privacy.events import Event as PrivacyEvent
 from synth.privacy.events import describe
@@ -192,6 +193,9 @@ class Synthesizer:
     # rows its batches draw): its _fit takes the table as Chunks, and a file is read a chunk
     # at a time; otherwise _fit takes the whole table as a DataFrame
     streams: ClassVar[bool] = False
+    # a small setting that fits a few thousand rows in seconds: what the method contract suite
+    # (tests/test_contract.py) and smoke checks run, never a default for stewards
+    quick: ClassVar[Mapping[str, Any]] = {}
 
     def get_params(self) -> dict[str, Any]:
         sig = inspect.signature(type(self).__init__)
@@ -304,19 +308,10 @@ class Synthesizer:
                  ) -> list[NoiseScale]:
         return []
 
-    def duration(self, n: int | Population, schema: Schema, budget: Budget) -> float | None:
-        """Seconds a fit of an ``n``-row table should take on 2 cores (the benchmarks'
-        machine), from the public schema and row count only, so that it can be shown before a
-        run; None where a fit takes seconds, or the method has no cost model. A busy machine
-        takes longer."""
-        check_schema(schema)
-        budget = self.budget_for(budget, schema)
-        population = Population.of(n, budget.unit)
-        self.check_params(population, missing.model_schema(schema))
-        return self._duration(population, missing.model_schema(schema), budget)
-
     def _duration(self, population: Population, schema: Schema, budget: Budget
                   ) -> float | None:
+        """Seconds a fit should take on 2 cores (the benchmarks' machine), from public facts
+        only, for the plan; None where the method has no cost model."""
         return None
 
     def fit(self, table: pd.DataFrame | TableFile, schema: Schema, budget: Budget,
@@ -328,7 +323,7 @@ class Synthesizer:
         The privacy pipeline is the same for every method, one named step each: read, bound
         each unit's contribution, check everything public (parameters, the plan) before the
         first charge, estimate the row count privately (k > 1), learn the private domains,
-        encode, then the method's own ``_fit``."""
+        encode, then the method's own ``_fit``. The parameters stay as given."""
         ctx = FitContext() if ctx is None else ctx
         if not isinstance(ctx, FitContext):
             raise ParameterError(f"ctx must be a FitContext or None, got {ctx!r}")
@@ -340,19 +335,21 @@ class Synthesizer:
         # anything is spent (the ledger is empty); k·U bounds the row count
         population = Population(len(data), len(data) if units is None else
                                 int(units.max(initial=-1)) + 1, budget.unit.max_rows)
-        self._check_public(population, schema, budget)
-        population = self._private_rows(len(data), population, ctx)
-        read_once = not schema.releasable  # a file is read (and checked) to learn domains
-        learned, data = self._learn_domains(table, data, schema, budget.unit, ctx)
-        schema = learned.public_view()  # releasable: no flags read off the table
-        self.population_ = population  # public: n (or n̂), U, k
-        self.n_rows_ = population.rows  # the public n: no row is dropped but by bounding
-        self._units = units  # each row's unit, for DP-SGD over units; never kept
-        try:
-            self._fit(self._encode(data, file, schema, checked=read_once),
-                      missing.model_schema(schema), ctx)
-        finally:
-            del self._units
+        values = self.check_params(population, missing.model_schema(schema))
+        with self._plain(values):
+            self._check_plan(population, schema, budget)
+            population = self._private_rows(len(data), population, ctx)
+            read_once = not schema.releasable  # a file is read (and checked) to learn domains
+            learned, data = self._learn_domains(table, data, schema, budget.unit, ctx)
+            schema = learned.public_view()  # releasable: no flags read off the table
+            self.population_ = population  # public: n (or n̂), U, k
+            self.n_rows_ = population.rows  # the public n: no row is dropped but by bounding
+            self._units = units  # each row's unit, for DP-SGD over units; never kept
+            try:
+                self._fit(self._encode(data, file, schema, checked=read_once),
+                          missing.model_schema(schema), ctx)
+            finally:
+                del self._units
         ctx.finish()
         self.timings_ = dict(ctx.timings)
         self.schema_ = schema  # set last: it marks the model as fitted
@@ -364,9 +361,8 @@ class Synthesizer:
         check_schema(schema)
         schema.check_declared()
         budget = self.budget_for(budget, schema)
-        self.ledger_ = Ledger(budget, {DOMAIN: "basic", **self.accountants},
-                              on_spend=lambda e: ctx.emit(
-                                  Spent(e, self.ledger_.total_epsilon, self.ledger_.total_delta)))
+        self.ledger_ = open_ledger(self, budget, on_spend=lambda e: ctx.emit(
+            Spent(e, self.ledger_.total_epsilon, self.ledger_.total_delta)))
         self.rng_ = np.random.default_rng(ctx.postprocessing_seed)  # post-processing only
         if budget.unit.column in schema.names:
             raise SchemaError(f"column {budget.unit.column!r} is the privacy unit: leave it "
@@ -402,15 +398,26 @@ class Synthesizer:
         table, units = bound(table, unit)
         return table, validate(table, schema), units
 
-    def _check_public(self, population: Population, schema: Schema, budget: Budget) -> None:
-        """Every rule on public facts (parameters, memory, the plan's refusals) before the
-        first charge; parameters are then the plain Python values they hold (np.int64(8),
-        64.0 for an integer: torch and JSON take those)."""
-        values = self.check_params(population, missing.model_schema(schema))
-        for name, value in self.get_params().items():
-            if type(value) is not type(values[name]):
-                setattr(self, name, values[name])
-        plan(self, population, schema, budget).check()
+    @contextlib.contextmanager
+    def _plain(self, values: dict[str, Any]) -> Iterator[None]:
+        """The parameters as the plain Python values :meth:`check_params` made of them
+        (np.int64(8) → 8, 64.0 → 64 for an integer: torch and JSON take those) while the fit
+        reads them; the caller's, as given, afterwards (the scikit-learn contract)."""
+        given = self.get_params()
+        for name, value in values.items():
+            setattr(self, name, value)
+        try:
+            yield
+        finally:
+            for name, value in given.items():
+                setattr(self, name, value)
+
+    def _check_plan(self, population: Population, schema: Schema, budget: Budget) -> None:
+        """The plan's refusals (public facts only) before the first charge; from then on the
+        ledger refuses any charge the plan does not hold."""
+        self.plan_ = plan(self, population, schema, budget)
+        self.plan_.check()
+        self.ledger_.guard = self.plan_.guard
 
     def _private_rows(self, rows: int, population: Population, ctx: FitContext) -> Population:
         """With more than one row per unit the row count after bounding is private: its
@@ -454,12 +461,14 @@ class Synthesizer:
             return Chunks.of_frame(missing.encode(data, schema))
         return missing.encode(data, schema)
 
-    def _refusals(self, population: Population, schema: Schema, budget: Budget
-                  ) -> list[SynthError]:
-        """Why a run on ``population`` cannot succeed, from public facts only (the model-space
-        ``schema`` with every domain public): :func:`synth.plan.plan` refuses it before the
-        first charge. None by default."""
-        return []
+    def _charges(self, population: Population, schema: Schema, budget: Budget
+                 ) -> list[Charge]:
+        """The events the method's own stages will charge, in order, from public facts only
+        (the model-space ``schema``, whose domains may still be private): exactly, or as
+        bounds where they wait for a private choice or fact (see :class:`synth.plan.Charge`).
+        Raises a :class:`SynthError` for a run that cannot succeed: :func:`synth.plan.plan`
+        refuses it before the first charge."""
+        raise NotImplementedError
 
     def _unbounded(self, population: Population, schema: Schema, budget: Budget) -> str:
         """Why the run may end without a DP guarantee ("" when it cannot): such a run is

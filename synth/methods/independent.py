@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -21,6 +21,7 @@ import pandas as pd
 from synth.encoding import Discretizer, finalize, marginal, model_width
 from synth.errors import BudgetError
 from synth.methods.base import FitContext, NoiseScale, Synthesizer
+from synth.plan import Charge
 from synth.privacy.budget import Budget
 from synth.privacy.composition import dp_to_zcdp
 from synth.privacy.events import Gaussian, describe, histogram_l2
@@ -50,6 +51,7 @@ class IndependentMarginals(Synthesizer):
                "independently. Fast and private, but keeps no relationships: the baseline.")
     paper = "baseline (no paper)"
     streams = True
+    quick: ClassVar[Mapping[str, Any]] = {"bins": 8}
     stages: ClassVar[Mapping[str, float]] = {MEASURE: 1.0}
     accountants: ClassVar[Mapping[str, str]] = {MEASURE: "zcdp"}
     params: ClassVar[Mapping[str, Param]] = specs(
@@ -107,6 +109,11 @@ class IndependentMarginals(Synthesizer):
         sensitivity = histogram_l2(columns, rows_per_unit)
         rho = dp_to_zcdp(epsilon, delta)  # checked: ρ-zCDP implies (ε, δ)-DP
         return Gaussian(sensitivity / math.sqrt(2 * rho), sensitivity)
+
+    def _charges(self, population: Population, schema: Schema, budget: Budget
+                 ) -> list[Charge]:
+        return [Charge(MEASURE, self.plan(*budget.allowance(MEASURE), len(schema),
+                                          population.max_rows))]
 
     def _preview(self, population: Population, schema: Schema, budget: Budget
                  ) -> list[NoiseScale]:

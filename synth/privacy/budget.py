@@ -195,9 +195,13 @@ class Ledger:
                             for stage in budget.shares}
         self.entries: list[LedgerEntry] = []
         self._on_spend = on_spend
+        # called with (self, stage, event) before a charge is recorded; raises to refuse a
+        # charge its run's plan does not hold (synth.plan.Plan.guard)
+        self.guard: Callable[[Ledger, str, Event], None] | None = None
         self._costs: dict[tuple, tuple[float, float]] = {}  # events are immutable: cache
 
-    def _cost(self, stage: str, events: list[Event]) -> tuple[float, float]:
+    def cost(self, stage: str, events: list[Event]) -> tuple[float, float]:
+        """(ε, δ) ``events`` cost together in ``stage``, by its accountant."""
         key = (stage, *events)
         if key not in self._costs:
             self._costs[key] = account(events, self.accountants[stage],
@@ -210,7 +214,7 @@ class Ledger:
     def spent(self, stage: str) -> tuple[float, float]:
         """(ε, δ) the stage's accountant derives from its events so far."""
         self.budget.allowance(stage)  # an unknown stage is refused by name
-        return self._cost(stage, self._events(stage))
+        return self.cost(stage, self._events(stage))
 
     @property
     def stages(self) -> dict[str, tuple[float, float]]:
@@ -232,7 +236,9 @@ class Ledger:
     def charge(self, stage: str, event: Event, description: str = "") -> LedgerEntry:
         """Record ``event`` in ``stage`` before its mechanism runs, or refuse it."""
         before = self.spent(stage)
-        after = self._cost(stage, [*self._events(stage), event])
+        if self.guard is not None:
+            self.guard(self, stage, event)
+        after = self.cost(stage, [*self._events(stage), event])
         if math.isfinite(after[0]):
             share = self.budget.allowance(stage)
             if after[0] > share[0] * (1 + _TOLERANCE) or (
@@ -263,8 +269,8 @@ class Ledger:
         (fewer steps or selections): never more than was charged."""
         i = next(i for i, e in enumerate(self.entries) if e is entry)
         others = [e.event for e in self.entries if e.stage == entry.stage and e is not entry]
-        before = self._cost(entry.stage, others)
-        now = self._cost(entry.stage, [*others, ran])
+        before = self.cost(entry.stage, others)
+        now = self.cost(entry.stage, [*others, ran])
         if now[0] > self.spent(entry.stage)[0] * (1 + _TOLERANCE):
             raise BudgetError("a settled entry cannot cost more than was charged")
         self.entries[i] = replace(entry, event=ran, status=STOPPED,

@@ -152,27 +152,36 @@ def learn_domains(data: pd.DataFrame | Iterable[pd.DataFrame], schema: Schema, l
         raise BudgetError(f"columns {categorical[:6]}: learning categories privately needs "
                           "δ > 0 in the domain share")
     counts = domain_counts([data] if isinstance(data, pd.DataFrame) else data, todo)
-    eps_c, delta_c = eps / len(todo), delta / len(todo)
+    events = domain_events(schema, eps, delta, rows_per_unit)
     learned = {}
-    for i, col in enumerate(todo, 1):
-        learned[col.name] = _learn(col, counts[col.name], eps_c, delta_c, ledger, stage,
-                                   rows_per_unit)
+    for i, (col, event) in enumerate(zip(todo, events, strict=True), 1):
+        learned[col.name] = _learn(col, counts[col.name], event, eps / len(todo),
+                                   rows_per_unit, ledger, stage)
         if progress is not None:
             progress(i, len(todo))
     return replace(schema, columns=tuple(learned.get(c.name, c) for c in schema))
 
 
-def _learn(col: Column, counts: pd.Series | np.ndarray, eps: float, delta: float,
-           ledger: Ledger, stage: str, k: int) -> Column:
-    if col.kind == CATEGORICAL:
-        event = LaplaceThreshold(laplace_scale(eps, k), histogram_l1(1, k),
-                                 keep_threshold(eps, delta, k), k)
+def domain_events(schema: Schema, epsilon: float, delta: float, rows_per_unit: int = 1
+                  ) -> list[Laplace | LaplaceThreshold]:
+    """The event learning each data-derived domain charges, in schema order, from the
+    domain share (ε, δ) split equally over them: public facts only, so a plan states them
+    before anything is read."""
+    todo = [c for c in schema if not c.releasable]
+    eps, delta, k = epsilon / max(len(todo), 1), delta / max(len(todo), 1), rows_per_unit
+    return [LaplaceThreshold(laplace_scale(eps, k), histogram_l1(1, k),
+                             keep_threshold(eps, delta, k), k) if c.kind == CATEGORICAL
+            else Laplace(laplace_scale(eps, k), histogram_l1(1, k)) for c in todo]
+
+
+def _learn(col: Column, counts: pd.Series | np.ndarray, event: Laplace | LaplaceThreshold,
+           eps: float, k: int, ledger: Ledger, stage: str) -> Column:
+    if isinstance(event, LaplaceThreshold):
         ledger.charge(stage, event, f"categories of {col.name!r} (rare ones fold into "
                                     f"{OTHER!r})")
         return replace(col, categories=kept_categories(counts, event), learned=True)
-    ledger.charge(stage, Laplace(laplace_scale(eps, k), histogram_l1(1, k)),
-                  f"bounds of {col.name!r} from a noisy histogram over {len(GRID) - 1} "
-                  "power-of-two bins")
+    ledger.charge(stage, event, f"bounds of {col.name!r} from a noisy histogram over "
+                                f"{len(GRID) - 1} power-of-two bins")
     lo, hi = grid_bounds(counts, eps, col.name, k)
     if col.integer:
         lo, hi = math.floor(lo), math.ceil(hi)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,7 @@ from synth.encoding import Discretizer, finalize, model_width
 from synth.errors import BudgetError, ParameterError
 from synth.methods.base import FitContext, NoiseScale, Synthesizer
 from synth.methods.dpgan.codes import PrivateCodes
+from synth.plan import Charge
 from synth.privacy.accounting import calibrate
 from synth.privacy.budget import Budget
 from synth.privacy.composition import dp_to_zcdp
@@ -74,6 +75,7 @@ class DPGAN(Synthesizer):
                "latent classes, only sees the critic. Learns joint structure.")
     paper = "Xie et al. 2018 (DPGAN), as used in Ebrahimianghazani 2023"
     streams = True  # DP-SGD keeps only the rows its Poisson batches draw (.codes)
+    quick: ClassVar[Mapping[str, Any]] = {"epochs": 0.2}
     stages: ClassVar[Mapping[str, float]] = {GAN: 1.0}
     accountants: ClassVar[Mapping[str, str]] = {GAN: "pld"}
     params: ClassVar[Mapping[str, Param]] = specs(
@@ -161,6 +163,11 @@ class DPGAN(Synthesizer):
         sigma = calibrate(lambda s: PoissonSampledGaussian(q, s, steps), "pld", epsilon, delta,
                           start, what="noise multiplier")
         return PoissonSampledGaussian(q, sigma, steps)
+
+    def _charges(self, population: Population, schema: Schema, budget: Budget
+                 ) -> list[Charge]:
+        """DP-SGD over the units (public U): one event, whatever the rows."""
+        return [Charge(GAN, self.plan(population.units, *budget.allowance(GAN)))]
 
     def _preview(self, population: Population, schema: Schema, budget: Budget
                  ) -> list[NoiseScale]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -46,7 +46,8 @@ from synth.methods.dpselect.measure import (
 )
 from synth.methods.dpselect.rows import DISTANCES, cells, select, top_pairs
 from synth.methods.dpselect.weights import resample as draw
-from synth.methods.gsd.method import check_fits, selection_event
+from synth.methods.gsd.method import check_fits, measurement_event, selection_event
+from synth.plan import Charge
 from synth.privacy.budget import Budget
 from synth.privacy.composition import per_step_epsilon
 from synth.privacy.dpsga import GA_PARAMS, check_settings, default_generations
@@ -117,6 +118,7 @@ class DPSelect(DPGAN):
                "chooses output rows from the pool to match privately measured marginals.")
     paper = "Ebrahimianghazani 2023 (MMath thesis, Waterloo)"
     share_param = "gan_share"
+    quick: ClassVar[Mapping[str, Any]] = {"epochs": 0.2, "rounds": 2}
     params: ClassVar[Mapping[str, Param]] = specs(
         Param("engine", str, choices=ENGINES, advanced=False, label="Selection engine",
               help="measure: Gaussian measurements of every column's marginal, every pair "
@@ -281,6 +283,28 @@ class DPSelect(DPGAN):
         count = self.selections(n, epsilon)
         eps_s = per_step_epsilon(epsilon, count, delta, "bounded_range")
         return Exponential(eps_s, normalised_marginals_l1(n // self._sections), count)
+
+    def _charges(self, population: Population, schema: Schema, budget: Budget
+                 ) -> list[Charge]:
+        """The GAN's DP-SGD, then the selection: the rows and ga engines' one event of all
+        their picks; the measure engine's fixed measurements, then a pick and a measurement
+        per round (any picked marginal costs ρ, so the widest one's event bounds it). Its
+        events wait for the learned domains, if any."""
+        gan = super()._charges(population, schema, budget)
+        if self.engine != "measure":
+            return [*gan, Charge(SELECT, self.select_event(population.rows,
+                                                           *budget.allowance(SELECT)))]
+        if not schema.releasable:
+            return [*gan, Charge(SELECT, None, exact=False)]
+        planned = measure_plan(population, schema, *budget.allowance(SELECT), self.rounds,
+                               SELECT)
+        exact = population.max_rows == 1  # otherwise the events follow n̂
+        fixed = [Charge(SELECT, measurement_event(float(planned.sensitivity[w]), planned.rho),
+                        exact) for w in planned.fixed]
+        pick = Charge(SELECT, selection_event(population.rows, planned.rho, 1,
+                                              population.max_rows), exact)
+        return [*gan, *fixed, *[pick, Charge(SELECT, planned.widest, exact=False)]
+                * planned.rounds]
 
     def _preview(self, population: Population, schema: Schema, budget: Budget
                  ) -> list[NoiseScale]:

@@ -24,7 +24,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -40,6 +40,7 @@ from synth.methods.gsd.queries import (
     parse_classes,
     plan_size,
 )
+from synth.plan import Charge
 from synth.privacy.budget import Budget
 from synth.privacy.composition import dp_to_zcdp
 from synth.privacy.events import Exponential, Gaussian, describe, fraction_linf
@@ -94,6 +95,7 @@ class GSD(Synthesizer):
                "and fits a synthetic table to all measurements by genetic search. Mixed types.")
     paper = "Liu, Tang, Vietri, Wu 2023 (ICML)"
     streams = True
+    quick: ClassVar[Mapping[str, Any]] = {"rounds": 2, "rows": 200, "max_generations": 40}
     stages: ClassVar[Mapping[str, float]] = {QUERIES: 1.0}
     accountants: ClassVar[Mapping[str, str]] = {QUERIES: "zcdp"}
     params: ClassVar[Mapping[str, Param]] = specs(
@@ -173,6 +175,21 @@ class GSD(Synthesizer):
         return {"rows and elite": 8 * rows * columns * (values["elite"] + 2),
                 "mutations and crossovers": 16 * candidates * columns,
                 "random_queries": 16 * values["random_queries"] * columns}
+
+    def _charges(self, population: Population, schema: Schema, budget: Budget
+                 ) -> list[Charge]:
+        """Each round's selection (exact, but for n̂), then its S measurements: each costs
+        ρ per call whichever workload is picked, so the widest one's event bounds them."""
+        w, widest = plan_size([c.kind == CATEGORICAL for c in schema],
+                              parse_classes(self.queries), int(self.levels),
+                              int(self.random_queries))
+        rounds, s, rho = self._plan(population, *budget.allowance(QUERIES), w, widest)
+        n, k = population.rows, population.max_rows
+        measure = Charge(QUERIES, measurement_event(widest * k / n, rho), exact=False)
+        if self.one_shot:
+            return [measure] * w
+        pick = Charge(QUERIES, selection_event(n, rho, s, k), exact=k == 1)
+        return [pick, *[measure] * s] * rounds
 
     def _preview(self, population: Population, schema: Schema, budget: Budget
                  ) -> list[NoiseScale]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,7 @@ from synth.errors import BudgetError, ParameterError, SynthError
 from synth.methods.base import FitContext, NoiseScale, Synthesizer, resample
 from synth.methods.private_sampling.algorithm import fit_density
 from synth.methods.private_sampling.bounds import Setting, show, walsh_count
+from synth.plan import Charge
 from synth.privacy.budget import Budget
 from synth.privacy.events import NoGuarantee, PureDP, describe
 from synth.privacy.mechanisms import fresh_rng
@@ -63,6 +64,7 @@ class PrivateSampling(Synthesizer):
     stages: ClassVar[Mapping[str, float]] = {SAMPLE: 1.0}
     accountants: ClassVar[Mapping[str, str]] = {SAMPLE: "basic"}
     pure_stages: ClassVar[frozenset[str]] = frozenset({SAMPLE})  # Theorem 4.1: ε-DP
+    quick: ClassVar[Mapping[str, Any]] = {"bins": 2, "k": 200, "allow_no_guarantee": True}
     params: ClassVar[Mapping[str, Param]] = specs(
         Param("d", int, low=1, advanced=False, label="Marginal degree",
               help="Marginals of up to this many bits are matched; at most the bits of the "
@@ -166,15 +168,14 @@ class PrivateSampling(Synthesizer):
         cube = f"a {p}-bit cube, {lines:,} marginal coefficients"
         return {f"m ({cube})": 32 * lines * m, f"bins ({cube})": 8 * n * lines, "k": 2 * k * p}
 
-    def _refusals(self, population: Population, schema: Schema, budget: Budget
-                  ) -> list[SynthError]:
-        """With every domain public the cube is known up front: over 20 bits, or k beyond
-        Theorem 4.1 without a demonstration asked for, is refused before any charge."""
-        try:
-            self._planned_event(population, schema, budget)
-        except SynthError as exc:
-            return [exc]
-        return []
+    def _charges(self, population: Population, schema: Schema, budget: Budget
+                 ) -> list[Charge]:
+        """With every domain public the cube is known up front, and so is the one event (or
+        the refusal: over 20 bits, or k beyond Theorem 4.1 without a demonstration asked
+        for). With private domains it waits for them: the share bounds it."""
+        if not schema.releasable:
+            return [Charge(SAMPLE, None, exact=False)]
+        return [Charge(SAMPLE, self._planned_event(population, schema, budget))]
 
     def _planned_event(self, population: Population, schema: Schema, budget: Budget
                        ) -> PureDP | NoGuarantee:
@@ -192,7 +193,7 @@ class PrivateSampling(Synthesizer):
                     "domains, so Theorem 4.1 may not cover k")
         try:
             event = self._planned_event(population, schema, budget)
-        except SynthError:  # refused by _refusals
+        except SynthError:  # refused by _charges
             return ""
         return event.reason if isinstance(event, NoGuarantee) else ""
 
@@ -203,7 +204,12 @@ class PrivateSampling(Synthesizer):
         allowed = s.log10_k_hi(s.log10_m)
         verdict = ("within Theorem 4.1: ε-DP" if allowed >= math.log10(s.k) else
                    "beyond Theorem 4.1: no DP guarantee")
-        event = PureDP(eps, "Theorem 4.1") if allowed >= math.log10(s.k) else None
+        try:  # the very event a fit would charge
+            event = self._event(s, eps)
+        except BudgetError:  # refused by the plan: the verdict says why
+            event = None
+        if isinstance(event, NoGuarantee):
+            event = None
         return [NoiseScale(SAMPLE, "private sampling (no added noise)",
                            f"p = {s.p} bits, m = {show(s.log10_m)}, k = {s.k:,.0f}"
                            + (f"; {describe(event)}" if event else ""),

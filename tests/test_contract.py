@@ -1,0 +1,179 @@
+"""The method contract: every registered method, at the small setting it declares (``quick``),
+keeps the promises the product makes everywhere (in the spirit of scikit-learn's
+``parametrize_with_checks``). Its ledger is its plan, its preview shows that plan, a cancel
+leaves exactly what ran, its release follows the schema, its parameters stay as given and it
+can be fitted twice."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synth.data import load_sample
+from synth.errors import Cancelled, SynthError
+from synth.methods import METHODS, FitContext, Spent, make
+from synth.plan import Plan, same_events
+from synth.privacy.budget import STOPPED, Budget, Ledger
+from synth.privacy.unit import Population, PrivacyUnit
+from synth.runs import Run
+from synth.schema import CATEGORICAL, Schema
+
+NAMES = sorted(METHODS)
+COLUMNS = ["age", "sex", "race", "income"]  # small enough for private sampling's cube
+
+
+@pytest.fixture(scope="module")
+def table() -> tuple[pd.DataFrame, Schema]:
+    frame, schema = load_sample()
+    return (frame[COLUMNS].iloc[:2000].reset_index(drop=True),
+            schema.drop([c for c in schema.names if c not in COLUMNS]))
+
+
+def quick(name: str, **extra):
+    return make(name, {**METHODS[name].quick, **extra})
+
+
+def planned(model, n: int | Population, schema: Schema, budget: Budget) -> Plan:
+    """The plan as ``synth plan`` and the app make it: through a configured Run."""
+    run = Run(model.name, schema, budget.epsilon, budget.delta, model.get_params(),
+              unit=budget.unit)
+    return run.plan_for(Population.of(n, budget.unit), schema)
+
+
+def within(plan: Plan, ledger: Ledger) -> None:
+    """Replay ``ledger`` under ``plan``'s guard, as a fit charges it: each entry must be the
+    planned one (or no dearer, where the plan states a bound); an entry a cancel settled must
+    be its planned event cut short (the same kind, no dearer)."""
+    replay = Ledger(ledger.budget, ledger.accountants)
+    replay.guard = plan.guard
+    for entry in ledger.entries:
+        event = entry.event
+        if entry.status == STOPPED and entry.stage not in plan.loose:
+            i = sum(e.stage == entry.stage for e in replay.entries)
+            want = [c for c in plan.charges if c.stage == entry.stage][i].event
+            assert type(event) is type(want)
+            assert replay.cost(entry.stage, [event])[0] <= replay.cost(entry.stage, [want])[0]
+            event = want
+        replay.charge(entry.stage, event)
+
+
+def entries(data: dict) -> list[dict]:
+    return [{k: v for k, v in e.items() if k not in ("description", "status", "bound")}
+            for e in data["entries"]]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_ledger_is_the_plan(name, table):
+    frame, schema = table
+    model = quick(name)
+    budget = Budget(1.0, 1e-5)
+    plan = planned(model, len(frame), schema, budget)
+    model.fit(frame, schema, budget, FitContext(postprocessing_seed=0))
+    ledger = model.ledger_.to_dict()
+    assert plan.entries and not plan.refusals
+    within(plan, model.ledger_)
+    if plan.exact:  # the very events, ε and δ, in the ledger's own format
+        assert entries(plan.to_dict()) == entries(ledger)
+    else:  # a picked workload's event differs; how many, their stages and kinds do not
+        assert [(s, e["type"]) for s, e in same_events(plan.entries)] == [
+            (s, e["type"]) for s, e in same_events(ledger["entries"])]
+        for stage, (eps, delta) in plan.bounds.items():
+            spent = ledger["stages"][stage]
+            assert spent["epsilon"] <= eps * (1 + 1e-9) and spent["delta"] <= delta + 1e-15
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_with_private_domains_or_units_the_ledger_keeps_within_the_plan(name, table):
+    frame, schema = table
+    learned = schema.declare_public([c for c in schema.names if c != "age"])  # age's bounds
+    budget = Budget(4.0, 1e-5)
+    model = quick(name)
+    plan = planned(model, len(frame), learned, model.budget_for(budget, learned))
+    assert plan.charges[0].stage == "domain"
+    model.fit(frame, learned, budget)
+    within(plan, model.ledger_)
+
+    people = frame.assign(id=np.arange(len(frame)) // 2)  # two rows a person
+    unit = PrivacyUnit("id", 2)
+    try:
+        model.check_unit(unit)
+    except SynthError:
+        return  # a method that cannot protect such units says so (tests/test_units.py)
+    model = quick(name)
+    budget = Budget(4.0, 1e-5, unit=unit)
+    plan = planned(model, Population(len(people), len(people) // 2, 2), schema,
+                   model.budget_for(budget, schema))
+    model.fit(people, schema, budget)
+    within(plan, model.ledger_)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_preview_shows_the_plans_events(name, table):
+    frame, schema = table
+    model = quick(name)
+    budget = model.budget_for(Budget(1.0, 1e-5), schema)
+    plan = planned(model, len(frame), schema, budget)
+    shown = [s.event for s in model.preview(len(frame), schema, budget) if s.event is not None]
+    assert shown or name == "private_sampling"  # beyond Theorem 4.1: no event to show
+    assert all(event in [c.event for c in plan.charges] for event in shown)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_cancel_leaves_exactly_what_ran(name, table):
+    frame, schema = table
+    model = quick(name)
+    charged = []  # stop at the first check after the first charge
+
+    plan = planned(model, len(frame), schema, Budget(1.0, 1e-5))
+    with pytest.raises(Cancelled):
+        model.fit(frame, schema, Budget(1.0, 1e-5), FitContext(
+            on_event=lambda e: isinstance(e, Spent) and charged.append(e),
+            should_stop=lambda: bool(charged)))
+    assert not hasattr(model, "schema_")  # unfitted
+    ran = model.ledger_
+    assert ran.entries and len(ran.entries) <= len(plan.charges)
+    within(plan, ran)  # a prefix of the plan, the last entry possibly cut short
+    assert ran.total_epsilon <= sum(eps for eps, _ in plan.bounds.values()) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_release_follows_the_schema(name, table):
+    frame, schema = table
+    model = quick(name).fit(frame, schema, Budget(1.0, 1e-5),
+                            FitContext(postprocessing_seed=0))
+    out = model.sample(300)
+    assert list(out.columns) == schema.names and len(out) == 300
+    for column in schema:
+        values = out[column.name].dropna()
+        if column.kind == CATEGORICAL:
+            assert set(values) <= set(column.categories), column.name
+            continue
+        assert pd.api.types.is_numeric_dtype(out[column.name]), column.name
+        assert values.between(column.lower, column.upper).all(), column.name
+        if column.integer:
+            assert (values == np.round(values)).all(), column.name
+
+
+def _numpy(value):
+    if type(value) is int:
+        return np.int64(value)
+    return np.float64(value) if type(value) is float else value
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_parameters_stay_as_given_and_a_second_fit_starts_afresh(name, table):
+    frame, schema = table
+    given = {k: _numpy(v) for k, v in METHODS[name].quick.items()}
+    model = make(name, given)
+    model.fit(frame.iloc[:1500], schema, Budget(1.0, 1e-5))
+    assert all(model.get_params()[k] is v for k, v in given.items())  # the same objects
+    first = model.ledger_
+    model.fit(frame.iloc[1500:], schema, Budget(2.0, 1e-5))
+    assert model.ledger_ is not first and model.n_rows_ == 500
+    assert math.isclose(model.ledger_.budget.epsilon, 2.0)
+    assert len(model.ledger_.entries) == len(first.entries) or not model.plan_.exact
+    assert all(model.get_params()[k] is v for k, v in given.items())
+    assert list(model.sample(20).columns) == schema.names
