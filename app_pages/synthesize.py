@@ -23,8 +23,8 @@ from synth.privacy.budget import Budget, cautions, default_delta, epsilon_text
 from synth.privacy.composition import explore
 from synth.privacy.domains import DOMAIN
 from synth.privacy.unit import Population, PrivacyUnit, population
-from synth.release import csv_text
-from synth.report import release_report, steward_report
+from synth.release import CONFIGURATION, LEDGER, REPORT, TABLE
+from synth.report import steward_report
 from synth.schema import Schema
 from ui import layout, parameters, runner, state
 
@@ -240,11 +240,11 @@ def work(run: runs.Run, name: str, table: str, private: pd.DataFrame,
 
 def release_page(run: state.Run) -> str:
     """The releasable HTML report, made when the button is pressed (it embeds 5 MB of Plotly)."""
-    return release_report(run.record.release(), run.record.synthetic)
+    return run.record.release.report()
 
 
 def steward_page(run: state.Run) -> str:
-    return steward_report(run.record.release(), run.record.synthetic, run.real, run.schema)
+    return steward_report(run.record.release.ledger, run.record.synthetic, run.real, run.schema)
 
 
 def _over_limit(ds: state.Dataset, epsilon: float, delta: float, unbounded: bool) -> str:
@@ -388,14 +388,15 @@ st.markdown("**The release**: nothing in these files is read from the private ta
 # references; the next click interrupted it, and Streamlit then swept away the reports' deferred
 # callables that the browser still held: "Deferred file … not found", a click that did nothing.
 d1, d2, d3, d4 = st.columns(4)
-d1.download_button("Synthetic table (CSV)", csv_text(record.synthetic),
-                   file_name="synth.csv", mime="text/csv", on_click="ignore")
-d2.download_button("Privacy ledger (JSON)", json.dumps(record.ledger, indent=2),
-                   file_name="ledger.json", mime="application/json", on_click="ignore")
-d3.download_button("Run configuration (JSON)", json.dumps(record.configuration(), indent=2),
-                   file_name="run.json", mime="application/json", on_click="ignore")
+files = record.release.files()  # the files `synth run` and the run store write
+d1.download_button("Synthetic table (CSV)", files[TABLE], file_name=TABLE, mime="text/csv",
+                   on_click="ignore")
+d2.download_button("Privacy ledger (JSON)", files[LEDGER], file_name=LEDGER,
+                   mime="application/json", on_click="ignore")
+d3.download_button("Run configuration (JSON)", files[CONFIGURATION], file_name=CONFIGURATION,
+                   mime="application/json", on_click="ignore")
 d4.download_button("Release report (HTML)", partial(release_page, run),
-                   file_name="release_report.html", mime="text/html", on_click="ignore",
+                   file_name=REPORT, mime="text/html", on_click="ignore",
                    help="Ledger, parameters and the synthetic table's own charts.")
 st.markdown("**For you only, not for release**")
 st.download_button("Steward-only report (HTML)", partial(steward_page, run),

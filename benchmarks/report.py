@@ -54,8 +54,8 @@ def main() -> None:
     schema = dataclasses.replace(infer_schema(table).confirm(), target="income")
     private, test = runs.split(table, schema)
     record = runs.run(private, schema, "independent", 1.0, test=test)
-    makers = {"release_seconds": lambda: release_report(record.release(), record.synthetic),
-              "steward_seconds": lambda: steward_report(record.release(), record.synthetic,
+    makers = {"release_seconds": lambda: release_report(record.release.ledger, record.synthetic),
+              "steward_seconds": lambda: steward_report(record.release.ledger, record.synthetic,
                                                         private, schema)}
     repeats = []
     for i in range(args.repeats):

@@ -33,8 +33,9 @@ from synth.methods.base import check_rows
 from synth.privacy.budget import cautions, default_delta, epsilon_text
 from synth.privacy.unit import PrivacyUnit
 from synth.protocol import protocol_split
-from synth.release import Output, Release
+from synth.release import LEDGER, TABLE, Output, ReleaseWriter
 from synth.release import write_file as _write  # every other file the CLI writes
+from synth.runstore import RunStore
 from synth.schema import Schema, infer_schema, validate
 from synth.source import TableFile, open_table, table_population
 from synth.sweep import DEMO, PRESETS
@@ -137,17 +138,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     delta = args.delta if args.delta is not None else default_delta(people.units)
     run = runs.Run(args.method, schema, args.epsilon, delta, params, shares,
                    args.postprocessing_seed, TableAccount.of(table, Path(args.data).name),
-                   rows=people, unit=unit)
+                   rows=people, unit=unit, store=RunStore())
     for line in cautions(args.epsilon, delta, people.units,
                          "people" if unit.declared else "rows"):
         print(f"caution: {line}", file=sys.stderr)
     if args.rows is not None:  # refused before anything is spent
         check_rows(args.rows, len(schema), "--rows")
     # the release's files exist, and have room, before the first charge
-    release = Release(args.out, args.ledger, {"DATA": Path(args.data), "--schema": args.schema},
-                      (people.public().rows if args.rows is None else args.rows)
-                      * len(schema))  # k·U bounds n̂: public, unlike the rows bounding keeps
-    for path in release.removed:
+    writer = ReleaseWriter({TABLE: args.out, LEDGER: args.ledger},
+                           {"DATA": Path(args.data), "--schema": args.schema},
+                           (people.public().rows if args.rows is None else args.rows)
+                           * len(schema),  # k·U bounds n̂: public, unlike the rows kept
+                           {TABLE: "--out", LEDGER: "--ledger"})
+    for path in writer.removed:
         print(f"removed {path}: a temporary file left by an earlier run that stopped while "
               "writing", file=sys.stderr)
     bars = _Bars(args.quiet)
@@ -157,15 +160,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             postprocessing_seed=args.postprocessing_seed, on_event=bars), rows=args.rows,
             measure=False)
         bars.close()
-        ledger = release.commit(record.synthetic, record.release())
+        writer.write(record.release)
+        ledger = record.release.ledger
         released = True
     except BaseException as exc:  # whatever stopped it: say what was spent, release nothing
         bars.close()
         if not released:
-            _stopped(run, release, exc)
+            _stopped(run, writer, args.ledger, exc)
         raise
     finally:
-        release.abort()
+        writer.abort()
     budget = run.budget
     print(f"wrote {len(record.synthetic)} rows to {args.out} in "
           f"{time.perf_counter() - started:.1f} s; "
@@ -212,26 +216,21 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stopped(run: runs.Run, release: Release, exc: BaseException) -> None:
+def _stopped(run: runs.Run, writer: ReleaseWriter, ledger: Path, exc: BaseException) -> None:
     """A run that stopped after spending: put its ledger in place (what ran, nothing
     released) and say what was spent."""
-    ledger = run.spent
-    if ledger is None:
+    release = run.stopped(exc)
+    if release is None:
         return
-    how = ("cancelled" if isinstance(exc, Cancelled | KeyboardInterrupt) else
-           f"failed: {exc}" if isinstance(exc, SynthError) else
-           f"failed: {type(exc).__name__}: {exc}")
-    # releasable: the command names no file of yours (DATA.csv, schema.json stand in)
-    record = {**ledger, "method": run.method, "params": run.model.get_params(),
-              "postprocessing_seed": run.postprocessing_seed, "command": run.command}
     try:
-        release.stopped(record, how)
-        where = f"its ledger is in {release.ledger}"
+        writer.write(release)
+        where = f"its ledger is in {ledger}"
     except SynthError as err:
         where = f"its ledger could not be written ({err})"
-    print(f"the run {how.split(':')[0]} after spending ε={epsilon_text(record['total_epsilon'])}, "
-          f"δ={record['total_delta']:.3g}; no synthetic table was released; {where}",
-          file=sys.stderr)
+    record = release.ledger
+    print(f"the run {release.status.split(';')[0].split(':')[0]} after spending "
+          f"ε={epsilon_text(record['total_epsilon'])}, δ={record['total_delta']:.3g}; no "
+          f"synthetic table was released; {where}", file=sys.stderr)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -386,6 +385,27 @@ def _naming(source: Path, check, *args):
         return check(*args)
     except DataError as exc:
         raise DataError(f"{source.name!r}: {exc}") from None
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    """The run store: list the runs and sweeps, show one, or delete one's files (its charge
+    on the privacy account stays)."""
+    store = RunStore()
+    if args.action == "show":
+        print(json.dumps(store.get(args.id).to_dict(), indent=2, ensure_ascii=False))
+    elif args.action == "delete":
+        entry = store.delete(args.id)
+        print(f"deleted the files of {entry.id} ({entry.method or entry.kind} on "
+              f"{entry.table_name}); its charge on the privacy account stays", file=sys.stderr)
+    else:
+        for entry in store.list():
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.started))
+            rows = entry.summary.get("rows")
+            print(f"{entry.id}  {entry.kind:5}  {entry.status:9}  {when}  "
+                  f"{entry.method or '-':16}  ε={epsilon_text(entry.epsilon)}  "
+                  f"{entry.table_name}" + (f"  {rows:,} rows" if isinstance(rows, int) else "")
+                  + ("  (files deleted)" if entry.deleted else ""))
+    return 0
 
 
 def cmd_account(args: argparse.Namespace) -> int:
@@ -582,6 +602,15 @@ def build_parser() -> argparse.ArgumentParser:
     limit.add_argument("--epsilon", type=float, required=True)
     limit.add_argument("--delta", type=float, help="default: no δ limit")
     data_arg(limit)
+
+    listed = sub.add_parser("runs", help="the runs and sweeps recorded under SYNTH_HOME "
+                            "(runs.sqlite and runs/ID/): list them, show or delete one")
+    action = listed.add_subparsers(dest="action")
+    action.add_parser("show", help="one run's record and files (JSON)").add_argument(
+        "id", help="a run's ID, or a unique prefix of one")
+    action.add_parser("delete", help="remove one run's files; its account charge stays"
+                      ).add_argument("id", help="a run's ID, or a unique prefix of one")
+    listed.set_defaults(func=cmd_runs)
 
     methods = sub.add_parser("methods", help="list the methods and their parameters")
     methods.set_defaults(func=cmd_methods)

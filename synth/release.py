@@ -1,15 +1,17 @@
-"""The one writer of releases: a synthetic table and its ledger, whole or absent.
+"""A release, and the one writer of releases: its files whole or absent.
 
-A run opens its :class:`Release` before it spends anything: every output is checked against
-every input and against the other outputs, the hidden temporary files are created beside each
-destination and the table's folder is checked for room, so a release that could not be
-written is refused before the first charge. After the run, :meth:`Release.commit` renames the
-ledger into place and the table last, over the old files (an old release is never removed
-before its replacement is there). Temporary files whose writer is gone (killed during its
-commit, say) are removed, and reported, by the next writer of the same destination.
+:class:`Release` is what a run releases, in one shape everywhere (the CLI, the app's
+downloads, the run store, sweeps and notebooks). A run opens its :class:`ReleaseWriter`
+before it spends anything: every output is checked against every input and against the
+other outputs, the hidden temporary files are created beside each destination and the
+table's folder is checked for room, so a release that could not be written is refused before
+the first charge. After the run, :meth:`ReleaseWriter.write` renames the ledger into place
+and the table last, over the old files (an old release is never removed before its
+replacement is there). Temporary files whose writer is gone (killed during its write, say)
+are removed, and reported, by the next writer of the same destination.
 
-The CSV of a release goes through :func:`csv_text`, here and in the app: text a spreadsheet
-would run as a formula is written with a ``'`` before it (OWASP's advice on CSV injection).
+The CSV of a release goes through :func:`csv_text`: text a spreadsheet would run as a formula
+is written with a ``'`` before it (OWASP's advice on CSV injection).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import glob
 import hashlib
 import json
@@ -246,36 +249,112 @@ def write_file(path: Path, write: Callable[[Path], object], name: str = "--out",
     Output(path, name, inputs).commit(write)
 
 
+@dataclass(frozen=True, eq=False)
 class Release:
-    """A synthetic table (``--out``) and its ledger (``--ledger``), staged before the run.
+    """What a run releases, in one shape for the CLI, the app, the run store, sweeps and
+    notebooks: the synthetic table (None for a run that spent and then stopped), its ledger
+    file (the ledger, the method, its parameters, the seed, the released schema, the
+    reproducing command, the row count, the status and the table's SHA-256) and the
+    configuration that runs it again. :meth:`files` are its downloads and written files."""
 
-    Opening it refuses an output that is one of ``inputs`` or the other output, removes what
-    earlier writers left (``removed`` lists it), creates both temporary files and checks that
-    the table's folder has room for ``cells`` cells (at BYTES_PER_CELL each): all before
-    anything is spent. Then :meth:`commit` (the run released) or :meth:`stopped` (it spent,
-    then stopped), and :meth:`abort` in any case. The ledger is renamed into place first and
+    synthetic: pd.DataFrame | None
+    ledger: Mapping[str, Any]
+    configuration: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, synthetic: pd.DataFrame, ledger: Mapping[str, Any],
+           configuration: Mapping[str, Any]) -> Release:
+        """A released table: its ledger file gains the status, row count and checksum."""
+        made = cls(synthetic, {}, configuration)
+        return cls(synthetic, {**ledger, **_configured(configuration),
+                               "rows": len(synthetic), "status": RELEASED,
+                               "synthetic_sha256": hashlib.sha256(made.csv).hexdigest()},
+                   configuration)
+
+    @classmethod
+    def stopped(cls, ledger: Mapping[str, Any], configuration: Mapping[str, Any],
+                how: str) -> Release:
+        """A run that spent, then stopped (``how``: cancelled, or failed and why): its
+        ledger, and no table."""
+        return cls(None, {**ledger, **_configured(configuration),
+                          "status": f"{how}; nothing was released"}, configuration)
+
+    @property
+    def status(self) -> str:
+        return self.ledger.get("status", "")
+
+    @functools.cached_property
+    def csv(self) -> bytes:
+        """The table as released (:func:`csv_text`, UTF-8)."""
+        return b"" if self.synthetic is None else csv_text(self.synthetic).encode()
+
+    def report(self) -> str:
+        """The releasable HTML report: parameters, ledger, the table's own charts."""
+        from synth.report import release_report  # plotly: only a report pays for it
+
+        return release_report(self.ledger, self.synthetic)
+
+    def files(self, report: bool = False) -> dict[str, bytes]:
+        """The release's files by name, in the order they are put in place (the table
+        last); the HTML report with ``report``."""
+        files = {LEDGER: _json(self.ledger), CONFIGURATION: _json(self.configuration)}
+        if report:
+            files[REPORT] = self.report().encode()
+        if self.synthetic is not None:
+            files[TABLE] = self.csv
+        return files
+
+
+TABLE, LEDGER, CONFIGURATION, REPORT = ("synth.csv", "ledger.json", "run.json",
+                                        "release_report.html")
+
+
+def _configured(configuration: Mapping[str, Any]) -> dict[str, Any]:
+    """What a ledger file repeats of the configuration (its budget is the ledger's own)."""
+    return {k: v for k, v in configuration.items() if k not in ("epsilon", "delta", "shares")}
+
+
+def _json(value: Mapping[str, Any]) -> bytes:
+    return json.dumps(value, indent=2, ensure_ascii=False).encode() + b"\n"
+
+
+class ReleaseWriter:
+    """The one writer of releases: a :class:`Release`'s files to ``paths`` (file name →
+    destination: the CLI's ``--out`` and ``--ledger``, or every file into a run's folder),
+    staged before the run.
+
+    Opening it refuses a destination that is one of ``inputs`` or another destination,
+    removes what earlier writers left (``removed`` lists it), creates the temporary files and
+    checks that the table's folder has room for ``cells`` cells (at BYTES_PER_CELL each): all
+    before anything is spent. Then :meth:`write` (a release, or a stopped run's ledger) and
+    :meth:`abort` in any case. Files are renamed into place in :meth:`Release.files`' order,
     the table last, over the old files, under the folders' locks so that two runs cannot
-    interleave: an interruption between the two leaves a new ledger beside the old table
-    (whose SHA-256 is not the one the ledger holds), never a new table without its ledger."""
+    interleave: an interruption leaves a new ledger beside the old table (whose SHA-256 is
+    not the one the ledger holds), never a new table without its ledger. ``labels`` name
+    the destinations in errors (``--out``)."""
 
-    def __init__(self, table: Path, ledger: Path, inputs: Mapping[str, Path], cells: int,
-                 names: tuple[str, str] = ("--out", "--ledger")):
-        self.table, self.ledger = Path(table), Path(ledger)
-        self.names = {self.table: names[0], self.ledger: names[1]}
-        distinct({**inputs, names[0]: self.table, names[1]: self.ledger})
+    def __init__(self, paths: Mapping[str, Path], inputs: Mapping[str, Path], cells: int,
+                 labels: Mapping[str, str] | None = None):
+        self.paths = {name: Path(path) for name, path in paths.items()}
+        labelled = {(labels or {}).get(name, name): path for name, path in self.paths.items()}
+        distinct({**inputs, **labelled})
+        self.names = {path: label for label, path in labelled.items()}
         self.removed: list[Path] = []
         self._staged: dict[Path, _Staged] = {}
         try:
-            for path in (self.ledger, self.table):  # the order of the renames
+            for path in self.paths.values():
                 self._stage(path)
-            need = cells * BYTES_PER_CELL
-            with self._writing(self.table):
-                free = free_bytes(self.table.parent)
-            if need > free:
-                raise SynthError(
-                    f"{names[0]} {str(self.table)!r}: its folder has {human_bytes(free)} free, "
-                    f"and the table needs up to {human_bytes(need)} ({cells:,} cells × "
-                    f"{BYTES_PER_CELL} bytes); free some space or write elsewhere")
+            table = self.paths.get(TABLE)
+            if table is not None:
+                need = cells * BYTES_PER_CELL
+                with self._writing(table):
+                    free = free_bytes(table.parent)
+                if need > free:
+                    raise SynthError(
+                        f"{self.names[table]} {str(table)!r}: its folder has "
+                        f"{human_bytes(free)} free, and the table needs up to "
+                        f"{human_bytes(need)} ({cells:,} cells × {BYTES_PER_CELL} bytes); "
+                        "free some space or write elsewhere")
         except SynthError as exc:
             self.abort()
             raise SynthError(f"{exc}; nothing was spent") from None
@@ -293,34 +372,19 @@ class Release:
         with self._writing(path):
             self._staged[path] = _stage(path, self.removed)
 
-    def commit(self, table: pd.DataFrame, record: Mapping[str, Any]) -> dict[str, Any]:
-        """Release ``table`` (as :func:`csv_text`) and its ledger ``record``, adding its
-        status and the table's SHA-256; returns the ledger as written."""
-        csv = csv_text(table).encode()
-        record = {**record, "status": RELEASED,
-                  "synthetic_sha256": hashlib.sha256(csv).hexdigest()}
-        self._put(record, csv)
-        return record
-
-    def stopped(self, record: Mapping[str, Any], how: str) -> dict[str, Any]:
-        """Put the ledger ``record`` of a run that spent and then stopped (``how``: cancelled,
-        or failed and why) in place, releasing no table."""
-        record = {**record, "status": f"{how}; nothing was released"}
-        self._put(record, None)
-        return record
-
-    def _put(self, record: Mapping[str, Any], csv: bytes | None) -> None:
-        """Fill the ledger's temporary file (and the table's, given ``csv``) and rename them
-        into place, the ledger first; what stays staged is removed."""
-        if self.ledger not in self._staged:  # renamed by a commit that failed after it
-            self._stage(self.ledger)
-        files = {self.ledger: json.dumps(record, indent=2).encode() + b"\n"}
-        if csv is not None:
-            files[self.table] = csv
+    def write(self, release: Release) -> None:
+        """Fill the temporary files with ``release``'s files that have a destination, and
+        rename them into place (the table last); what stays staged is removed (a stopped
+        run's table, say)."""
+        files = {self.paths[name]: data for name, data in
+                 release.files(report=REPORT in self.paths).items() if name in self.paths}
+        for path in files:
+            if path not in self._staged:  # renamed by a write that failed after it
+                self._stage(path)
         for path, data in files.items():
             with self._writing(path):
                 self._staged[path].fill(data)
-        with self._writing(self.table), _locked([self.ledger.parent, self.table.parent]):
+        with _locked(list({p.parent for p in files})):
             for path in files:
                 with self._writing(path):
                     os.replace(self._staged[path].tmp, path)
@@ -329,6 +393,6 @@ class Release:
         self.abort()
 
     def abort(self) -> None:
-        """Remove what is still staged (nothing, after a commit)."""
+        """Remove what is still staged (nothing, after a whole release's write)."""
         while self._staged:
             self._staged.popitem()[1].drop()

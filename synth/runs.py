@@ -9,6 +9,7 @@ hold-out rule: the measuring protocol's test sixth, never shown to the method.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -23,7 +24,7 @@ import pandas as pd
 
 from synth.account import DONE, STOPPED, UNBOUNDED, TableAccount
 from synth.checklist import Check, release_checklist
-from synth.errors import SynthError
+from synth.errors import Cancelled, SynthError
 from synth.methods import FitContext, Synthesizer, make
 from synth.missing import model_schema
 from synth.plan import Plan, plan
@@ -31,6 +32,8 @@ from synth.privacy.budget import Budget, default_delta, merge_shares
 from synth.privacy.mechanisms import fresh_rng
 from synth.privacy.unit import Population, PrivacyUnit, population
 from synth.protocol import cut_points, protocol_split
+from synth.release import CONFIGURATION, LEDGER, TABLE, Release, ReleaseWriter
+from synth.runstore import CANCELLED, FAILED, RUN, RunEntry, RunStore
 from synth.schema import Schema
 from synth.source import TableFile, read_whole, table_population
 
@@ -101,16 +104,16 @@ class RunRecord:
                 "tvd1": self.fidelity.tvd1 if self.fidelity else None,
                 "tvd2": self.fidelity.tvd2 if self.fidelity else None}
 
-    def release(self) -> dict[str, Any]:
-        """What the release's ledger file holds: the ledger, the method and its parameters,
-        the seed, the released schema, the reproducing command and the row count."""
-        return {**self.ledger, **self.configuration(budget=False), "rows": len(self.synthetic)}
+    @functools.cached_property
+    def release(self) -> Release:
+        """What the run releases (:class:`~synth.release.Release`): the table, its ledger
+        file and the configuration that runs it again."""
+        return Release.of(self.synthetic, self.ledger, self.configuration())
 
-    def configuration(self, budget: bool = True) -> dict[str, Any]:
-        """The run's configuration (the app's run.json): everything needed to run it again."""
-        return {"method": self.method, "params": self.params,
-                **({"epsilon": self.epsilon, "delta": self.delta, "shares": self.shares}
-                   if budget else {}),
+    def configuration(self) -> dict[str, Any]:
+        """The run's configuration (run.json): everything needed to run it again."""
+        return {"method": self.method, "params": self.params, "epsilon": self.epsilon,
+                "delta": self.delta, "shares": self.shares,
                 "postprocessing_seed": self.postprocessing_seed,
                 "schema": self.schema.to_dict(), "command": self.command}
 
@@ -124,9 +127,12 @@ class Run:
                  params: Mapping[str, Any] | None = None,
                  shares: Mapping[str, float] | None = None,
                  postprocessing_seed: int | None = None, account: TableAccount | None = None,
-                 rows: int | Population | None = None, unit: PrivacyUnit | None = None):
+                 rows: int | Population | None = None, unit: PrivacyUnit | None = None,
+                 store: RunStore | None = None):
         self.model: Synthesizer = make(method, params)
         self.account = account  # the table's persistent account, charged before the fit
+        self.store = store  # where the run is recorded, with its release (needs the account)
+        self.entry: RunEntry | None = None  # its record, once it runs
         unit = PrivacyUnit() if unit is None else unit
         # every rule that needs no data, the schema's (and, given, the population's: public
         # under the relation) too; plain values: the command is JSON
@@ -154,6 +160,21 @@ class Run:
         ledger = getattr(self.model, "ledger_", None)
         return ledger.to_dict() if ledger is not None and ledger.entries else None
 
+    def stopped(self, exc: BaseException) -> Release | None:
+        """The release of a run that spent, then stopped with ``exc``: its ledger (what
+        ran), no table; None if nothing was spent."""
+        ledger = self.spent
+        if ledger is None:
+            return None
+        how = ("cancelled" if isinstance(exc, Cancelled | KeyboardInterrupt) else
+               f"failed: {exc}" if isinstance(exc, SynthError) else
+               f"failed: {type(exc).__name__}: {exc}")
+        # releasable: the command names no file of yours (DATA.csv, schema.json stand in)
+        return Release.stopped(ledger, {
+            "method": self.method, "params": self.model.check_params(), "epsilon":
+            self.budget.epsilon, "delta": self.budget.delta, "shares": dict(self.budget.shares),
+            "postprocessing_seed": self.postprocessing_seed, "command": self.command}, how)
+
     def __call__(self, table: pd.DataFrame | TableFile, schema: Schema,
                  test: pd.DataFrame | None = None, ctx: FitContext | None = None,
                  rows: int | None = None, measure: bool = True) -> RunRecord:
@@ -172,10 +193,12 @@ class Run:
         charge = None if self.account is None else self.account.reserve(
             math.inf if planned.unbounded else self.budget.epsilon, self.budget.delta,
             self.command, self.budget.unit, planned.unbounded)  # or refused: nothing read
+        self._record(charge, planned)
         try:
             model = self.model.fit(table, schema, self.budget, ctx)
-        except BaseException:
+        except BaseException as exc:
             self._settle(charge, STOPPED)
+            self._recorded(exc)
             raise
         self._settle(charge, DONE)
         fit_seconds = time.perf_counter() - started
@@ -196,11 +219,53 @@ class Run:
                 checklist = release_checklist(table, synthetic, model.schema_)
             except Exception as exc:
                 checklist = [Check("checklist", f"could not be made: {_said(exc)}", warn=True)]
-        return RunRecord(
-            self.method, model.get_params(), self.budget.epsilon, self.budget.delta,
+        record = RunRecord(
+            self.method, model.check_params(), self.budget.epsilon, self.budget.delta,
             dict(self.budget.shares), self.postprocessing_seed, self.command, model.schema_,
             model.ledger_.to_dict(), synthetic, time.perf_counter() - started, fit_seconds,
             dict(model.timings_), fidelity, scores, checklist)
+        self._recorded(None, record)
+        return record
+
+    def _record(self, charge: int | None, planned: Plan) -> None:
+        """Open the run's record in the store (running), with its account charge."""
+        if self.store is None or self.account is None:
+            return
+        self.entry = self.store.start(
+            RUN, self.account.key, self.account.name, self.method, self.budget.epsilon,
+            self.budget.delta, {"method": self.method, "params": self.model.check_params(),
+                                "shares": dict(self.budget.shares), "command": self.command,
+                                "seconds_planned": planned.seconds}, charge)
+
+    def _recorded(self, exc: BaseException | None, record: RunRecord | None = None) -> None:
+        """Close the run's record: its release's files into its folder (a stopped run's
+        ledger, if it spent), then its status. A store that fails is logged, never the run's
+        failure: the release is paid for."""
+        if self.entry is None:
+            return
+        release = record.release if record is not None else self.stopped(exc)
+        try:
+            if release is not None:
+                folder = self.entry.folder
+                writer = ReleaseWriter({name: folder / name for name in
+                                        (LEDGER, CONFIGURATION, TABLE)}, {}, 0)
+                try:
+                    writer.write(release)
+                finally:
+                    writer.abort()
+            if record is not None:
+                self.store.finish(self.entry.id, {"rows": len(record.synthetic),
+                                                  **record.figures(),
+                                                  "epsilon_spent": record.ledger["total_epsilon"],
+                                                  "delta_spent": record.ledger["total_delta"],
+                                                  "seconds": record.seconds})
+            else:
+                cancelled = isinstance(exc, Cancelled | KeyboardInterrupt)
+                self.store.stop(self.entry.id, CANCELLED if cancelled else FAILED,
+                                "" if cancelled else str(exc) if isinstance(exc, SynthError)
+                                else f"{type(exc).__name__}: {exc}")
+        except Exception:
+            log.exception("recording run %s in the run store failed", self.entry.id)
 
 
     def _settle(self, charge: int | None, status: str) -> None:

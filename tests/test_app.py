@@ -227,7 +227,7 @@ def test_uploaded_table_learns_its_domains_privately(app):
     released = finished.record.configuration()["schema"]["columns"]
     assert all(c["learned"] and not c["public"] and not c["flags"] for c in released)
     assert all(c["categories"] or c["lower"] is not None for c in released)
-    page = release_report(finished.record.release(), finished.record.synthetic)
+    page = release_report(finished.record.release.ledger, finished.record.synthetic)
     assert "Release report: independent" in page and "Uses the real data" not in page
     assert "rows: 600 synthetic rows from 600 private rows" in texts(app)  # the checklist
     # what the browser test of this flow used to check: the checklist and the steward's part
@@ -874,7 +874,7 @@ def test_a_privacy_unit_protects_people_from_the_data_page_to_the_ledger(app):
     assert "'person'" in record.ledger["relation"] and "≤ 3 rows" in record.ledger["relation"]
     assert record.ledger["entries"][0]["stage"] == "rows"
     assert "person" not in record.synthetic.columns
-    released = record.synthetic.to_csv(index=False) + json.dumps(record.release())
+    released = record.synthetic.to_csv(index=False) + json.dumps(record.release.ledger)
     assert "P-0" not in released
     assert "--privacy-unit person --max-rows-per-unit 3" in record.command
     # the Trade-offs page sweeps k: one row per k, each run protecting the person

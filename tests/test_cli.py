@@ -6,6 +6,7 @@ import shlex
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -257,8 +258,9 @@ def test_an_interrupted_run_writes_what_it_spent_and_releases_nothing(tmp_path):
         for line in proc.stderr:  # DP-SGD is charged before its first step
             if "charged" in line:
                 break
-        seen = ""  # then its progress bar starts (a Ctrl-C inside the charge keeps it whole)
-        while "step" not in seen and (char := proc.stderr.read(1)):
+        seen = ""  # then its own bar starts (a Ctrl-C inside the charge keeps it whole)
+        while not ("gan:" in seen and "step" in seen.split("gan:")[-1]) and (
+                char := proc.stderr.read(1)):
             seen += char
         proc.send_signal(signal.SIGINT)  # what Ctrl-C sends
         rest = proc.communicate(timeout=1800)[1]  # a hang, not a slow shutdown
@@ -385,3 +387,43 @@ def test_a_refused_plan_says_why_and_exits_non_zero(tmp_path):
                 "--epsilon", 1)
     assert res.returncode == 2 and "refused: private sampling runs at demo scale" in res.stdout
     assert res.stderr.startswith("error: private sampling runs at demo scale")
+
+
+def test_every_run_is_in_the_run_store_with_its_release(tmp_path):
+    """synth runs lists what synth run made, with its status and the release's files in its
+    folder; delete removes the files, never the account's charge."""
+    home = tmp_path / "home"
+    env = {**os.environ, "SYNTH_HOME": str(home)}
+    table, schema = sample_paths()
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "synth", *map(str, args)], env=env,
+                              capture_output=True, text=True, cwd=REPO, timeout=1800)
+
+    out, ledger = tmp_path / "o.csv", tmp_path / "l.json"
+    assert cli("run", table, "--schema", schema, "--method", "independent", "--epsilon", 1,
+               "--out", out, "--ledger", ledger, "--quiet").returncode == 0
+    refused = cli("run", table, "--schema", schema, "--method", "gsd", "--epsilon", 1,
+                  "--delta", 0, "--out", tmp_path / "x.csv", "--ledger", tmp_path / "x.json")
+    assert refused.returncode == 2  # refused by its plan: nothing ran, nothing recorded
+    failed = cli("run", table, "--schema", schema, "--method", "gsd", "--epsilon", 1e-4,
+                 "--set", "rounds=1", "--out", tmp_path / "x.csv", "--ledger",
+                 tmp_path / "x.json", "--quiet")
+    assert failed.returncode == 2  # it ran, and failed before its first charge
+    listed = cli("runs").stdout.splitlines()
+    assert len(listed) == 2 and " failed " in listed[0] and " finished " in listed[1]
+    assert "too small to measure" in json.loads(cli("runs", "show", listed[0].split()[0]
+                                                    ).stdout)["error"]
+    run_id = listed[1].split()[0]
+    shown = json.loads(cli("runs", "show", run_id[:-1]).stdout)  # a unique prefix will do
+    assert shown["status"] == "finished" and shown["charge"] is not None
+    folder = Path(shown["folder"])
+    assert sorted(p.name for p in folder.iterdir()) == ["ledger.json", "run.json", "synth.csv"]
+    assert (folder / "synth.csv").read_bytes() == out.read_bytes()  # the same release
+    assert json.loads((folder / "ledger.json").read_text()) == json.loads(ledger.read_text())
+    spent = cli("account").stdout
+    assert cli("runs", "delete", run_id).returncode == 0
+    assert not folder.exists() and "(files deleted)" in cli("runs").stdout
+    assert cli("account").stdout == spent  # the charge stays
+    missing = cli("runs", "show", "nope")
+    assert missing.returncode == 2 and "nope" in missing.stderr

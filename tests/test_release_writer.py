@@ -18,7 +18,7 @@ from synth import release
 from synth.account import Store
 from synth.cli import main
 from synth.data import sample_paths
-from synth.release import Release, csv_text
+from synth.release import LEDGER, TABLE, ReleaseWriter, csv_text
 
 from .conftest import REPO
 
@@ -153,10 +153,10 @@ def test_a_cancel_between_the_renames_keeps_the_old_table(tmp_path, monkeypatch,
 
 def test_a_running_writers_files_are_not_taken_for_leftovers(tmp_path):
     out = tmp_path / "o.csv"
-    first = Release(out, tmp_path / "a.json", {}, 10)
+    first = ReleaseWriter({TABLE: out, LEDGER: tmp_path / "a.json"}, {}, 10)
     try:
         staged = leftovers(tmp_path)
-        second = Release(out, tmp_path / "b.json", {}, 10)
+        second = ReleaseWriter({TABLE: out, LEDGER: tmp_path / "b.json"}, {}, 10)
         assert second.removed == [] and set(staged) < set(leftovers(tmp_path))
         second.abort()
         assert leftovers(tmp_path) == staged

@@ -17,6 +17,7 @@ An event an accountant cannot take is refused by name, so a ledger never guesses
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -135,7 +136,7 @@ def account(events: Sequence[Event], accountant: str, delta: float) -> tuple[flo
     if accountant == "pld":
         if all(isinstance(e, PoissonSampledGaussian) and e.steps == 0 for e in events):
             return 0.0, 0.0
-        return pld_epsilon(events, delta), delta
+        return _pld_cached(tuple(events), delta), delta
     if not all(isinstance(e, Exponential) for e in events):
         bad = next(e for e in events if not isinstance(e, Exponential))
         raise _refuse(bad, accountant)
@@ -145,6 +146,13 @@ def account(events: Sequence[Event], accountant: str, delta: float) -> tuple[flo
                           f"{sorted(eps)}")
     count = sum(e.count for e in events)
     return (bounded_range(eps.pop(), count, delta), delta) if count else (0.0, 0.0)
+
+
+@functools.lru_cache(maxsize=64)
+def _pld_cached(events: tuple[Event, ...], delta: float) -> float:
+    """:func:`pld_epsilon`, once per events and δ: a plan, its ledger's charge and the
+    reservation account one DP-SGD event alike, and each PLD takes up to a second."""
+    return pld_epsilon(events, delta)
 
 
 def calibrate(make: Callable[[float], Event], accountant: str, epsilon: float, delta: float,

@@ -15,6 +15,7 @@ accountant for replace-one neighbours (:func:`synth.privacy.accounting.pld_epsil
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -156,13 +157,7 @@ class DPGAN(Synthesizer):
                               "beyond which DP-SGD's noise cannot be calibrated; give a "
                               "smaller epsilon")
         q = 1 / math.ceil(n / self.batch_size)  # the rate Opacus's DPDataLoader uses
-        steps = max(1, math.ceil(self.epochs / q))
-        # enough noise without any amplification by sampling: T Gaussian steps of
-        # sensitivity 2 (in units of C) are T·2/σ²-zCDP; calibration starts there
-        start = math.sqrt(2 * steps / dp_to_zcdp(epsilon, delta))
-        sigma = calibrate(lambda s: PoissonSampledGaussian(q, s, steps), "pld", epsilon, delta,
-                          start, what="noise multiplier")
-        return PoissonSampledGaussian(q, sigma, steps)
+        return _sgd_event(q, max(1, math.ceil(self.epochs / q)), epsilon, delta)
 
     def _charges(self, population: Population, schema: Schema, budget: Budget
                  ) -> list[Charge]:
@@ -223,6 +218,18 @@ class DPGAN(Synthesizer):
             u = rng.random(n)[:, None] * cdf[:, -1:]
             out[:, j] = np.minimum((cdf < u).sum(axis=1), probs.shape[1] - 1)
         return out
+
+
+@functools.lru_cache(maxsize=64)
+def _sgd_event(q: float, steps: int, epsilon: float, delta: float) -> PoissonSampledGaussian:
+    """The smallest noise multiplier whose ``steps`` at rate ``q`` cost (ε, δ), calibrated
+    once per setting: the plan, the page and the fit ask alike, and each search takes
+    seconds. Enough noise without any amplification by sampling (T Gaussian steps of
+    sensitivity 2, in units of C, are T·2/σ²-zCDP) is where the search starts."""
+    start = math.sqrt(2 * steps / dp_to_zcdp(epsilon, delta))
+    sigma = calibrate(lambda s: PoissonSampledGaussian(q, s, steps), "pld", epsilon, delta,
+                      start, what="noise multiplier")
+    return PoissonSampledGaussian(q, sigma, steps)
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:
