@@ -125,12 +125,14 @@ def distinct(paths: Mapping[str, Path]) -> None:
 
 
 def account_files() -> dict[str, Path]:
-    """The privacy account's files under SYNTH_HOME, which no output may be."""
+    """The privacy account's files and the run store's records under SYNTH_HOME, which no
+    output may be."""
     from synth.account import home  # deferred: the account imports the data layer
 
     store = home() / "account.sqlite"
     return {"the privacy account (SYNTH_HOME)": store,
-            "the privacy account's secret": store.with_name(store.name + ".secret")}
+            "the privacy account's secret": store.with_name(store.name + ".secret"),
+            "the run store (SYNTH_HOME)": home() / "runs.sqlite"}
 
 
 @dataclass

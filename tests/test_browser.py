@@ -264,7 +264,7 @@ def test_a_live_dp_select_run_then_a_cancelled_one(page):
     page.get_by_text("Planned split").wait_for()
     page.get_by_test_id("stMain").get_by_test_id("stSelectbox").first.click()
     page.get_by_role("option", name="DP-Select").click()
-    page.get_by_text("ε per selection").wait_for()  # the selection's preview
+    page.locator("code").get_by_text("ε per selection").wait_for()  # the selection's preview
 
     def set_epochs(value: int) -> None:
         epochs = page.get_by_label("Training epochs", exact=True)

@@ -110,6 +110,11 @@ class IndependentMarginals(Synthesizer):
         rho = dp_to_zcdp(epsilon, delta)  # checked: ρ-zCDP implies (ε, δ)-DP
         return Gaussian(sensitivity / math.sqrt(2 * rho), sensitivity)
 
+    def _duration(self, population: Population, schema: Schema, budget: Budget) -> float:
+        """One pass over the table: Adult's 610,000 cells took 0.9 s on 2 cores, imports
+        included (benchmarks/estimates.py)."""
+        return 0.5 + 1e-6 * population.rows * len(schema)
+
     def _charges(self, population: Population, schema: Schema, budget: Budget
                  ) -> list[Charge]:
         return [Charge(MEASURE, self.plan(*budget.allowance(MEASURE), len(schema),

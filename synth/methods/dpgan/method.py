@@ -39,11 +39,12 @@ from synth.validation import Param, specs
 
 GAN = "gan"
 MAX_SGD_EPSILON = 1e3  # DP-Select at ε = 1e4 (its GAN share 2,000) ran in 21 s; 2e5 hung
-# The cost model behind the duration shown before a run, on 2 cores: 1,700 critic steps on
-# Adult took 44-75 s (median 55; benchmarks/results/dpselect_measure.json), 330 on the bundled
-# sample 8-9 s; the rest of a fit (preparing the table, importing torch) took about 5 s.
-STEP_SECONDS = 0.033
-START_SECONDS = 5.0
+# The plan's cost model, on 2 cores (benchmarks/estimates.py): 2,120 critic steps on Adult
+# took 44 s on a quiet machine (1,700 took 44-75 s in benchmarks/results/dpselect_measure.json),
+# 330 on the census sample 8.6 s, 100 on the panel sample 3.8 s: about 2 s besides the steps
+# (preparing the table, importing torch), and a step's seconds set between the runs seen.
+STEP_SECONDS = 0.024
+START_SECONDS = 2.0
 
 
 # past this the accountant's calibration of the noise alone takes minutes (10^12 hung the

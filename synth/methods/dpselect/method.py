@@ -63,11 +63,11 @@ ENGINES = ("measure", "rows", "ga")
 # each), a pool of 2n gave tree accuracy 0.743 and 2-way TVD 0.081 (medians), 4n 0.781 and
 # 0.075, in 11-16 s against 15-22 s.
 MIN_POOL = 20_000
-# The measure engine's seconds per pool row and slot measured, on 2 cores (the duration shown
-# before a run): Adult (86,828 rows by 228 slots) took 14-45 s, median 38, for drawing the pool
-# and selecting (benchmarks/results/dpselect_measure.json). The bundled sample (40,000 by 189)
-# took 5-6 s: its noisier fits stop sooner, so the estimate is high there.
-MEASURE_SECONDS = 2.1e-6
+# The measure engine's cost in the plan, on 2 cores (benchmarks/estimates.py): drawing the pool
+# and weighing it against the measured workloads grows faster than its size W (held rows ×
+# slots weighed, in millions: more rows also take more fitting steps). Adult (W = 24.7) took
+# 40 s, the census sample (7.6) 5 s, the panel sample (4.0) 1.2 s: c·W^1.9 fits all three.
+MEASURE_SECONDS, MEASURE_POWER = 0.09, 1.9
 
 
 def candidates_per_pick(candidates: int | None, pool_multiplier: float | None) -> float:
@@ -368,7 +368,7 @@ class DPSelect(DPGAN):
         except (ParameterError, BudgetError):
             return None
         return super()._duration(population, schema, budget) + MEASURE_SECONDS * (
-            self._held_rows(population.rows) * planned.work)
+            self._held_rows(population.rows) * planned.work / 1e6) ** MEASURE_POWER
 
     def _generations(self, epsilon: float) -> int:
         return default_generations(epsilon) if self.generations is None else int(

@@ -55,6 +55,8 @@ PROJECT = "project"  # the event stage of the search (free post-processing)
 
 
 ROWS = 2000  # N' by default: enough for Adult's marginals (benchmarks/gsd.py)
+# the plan's cost model: seconds of a round's search over ROWS rows, per workload
+ROUND_SECONDS, WORKLOAD_BASE = 0.0087, 96
 
 
 def synthetic_rows(rows: int | None, n: int) -> int:
@@ -190,6 +192,18 @@ class GSD(Synthesizer):
             return [measure] * w
         pick = Charge(QUERIES, selection_event(n, rho, s, k), exact=k == 1)
         return [pick, *[measure] * s] * rounds
+
+    def _duration(self, population: Population, schema: Schema, budget: Budget) -> float:
+        """Each round's genetic search over N' rows costs about as much as WORKLOAD_BASE
+        workloads plus one per workload: on 2 cores (benchmarks/estimates.py) 20 rounds of
+        2,000 rows took 33-38 s over Adult's 105 workloads, 24 s over the census sample's 78
+        and 20 s over the panel sample's 21."""
+        w, widest = plan_size([c.kind == CATEGORICAL for c in schema],
+                              parse_classes(self.queries), int(self.levels),
+                              int(self.random_queries))
+        rounds = self._plan(population, *budget.allowance(QUERIES), w, widest)[0]
+        rows = synthetic_rows(self.rows, population.rows)
+        return ROUND_SECONDS * rounds * (WORKLOAD_BASE + w) * rows / ROWS
 
     def _preview(self, population: Population, schema: Schema, budget: Budget
                  ) -> list[NoiseScale]:
