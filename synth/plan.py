@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -147,11 +147,6 @@ def _over(cost: tuple[float, float], bound: tuple[float, float]) -> bool:
     return any(c > b * (1 + TOLERANCE) + 1e-15 for c, b in zip(cost, bound, strict=True))
 
 
-def same_events(entries: Iterable[Mapping[str, Any]]) -> list[tuple[str, Any]]:
-    """(stage, event) of a ledger's or a plan's entries, the part the two share exactly."""
-    return [(e["stage"], e["event"]) for e in entries]
-
-
 def plan(model: Synthesizer, population: Population, schema: Schema, budget: Budget) -> Plan:
     """The plan of ``model`` on ``population`` under ``budget`` (already the method's split,
     as :meth:`~synth.methods.base.Synthesizer.budget_for` gives it) and the working schema
@@ -190,13 +185,15 @@ def plan(model: Synthesizer, population: Population, schema: Schema, budget: Bud
         return Plan((exc,), tuple(doubts))
     bounds = {s: budget.allowance(s) if s in loose else ledger.spent(s)
               for s in dict.fromkeys(c.stage for c in charges)}
-    known = iter(ledger.entries)
-    entries = tuple({**(next(known).to_dict(budget.unit.relation) if c.event is not None
-                        else {"stage": c.stage, "event": None}), "bound": not c.exact}
-                    for c in charges)
-    return Plan((), tuple(doubts), unbounded, tuple(charges), loose, bounds,
-                tuple({k: v for k, v in e.items() if k not in ("description", "status")
-                       and (k != "bound" or v)} for e in entries), seconds, memory)
+    known, entries = iter(ledger.entries), []
+    for c in charges:  # the ledger's format, less what only a run knows
+        entry = ({"stage": c.stage, "event": None} if c.event is None else
+                 next(known).to_dict(budget.unit.relation))
+        entry.pop("description", None)
+        entry.pop("status", None)
+        entries.append(entry if c.exact else {**entry, "bound": True})
+    return Plan((), tuple(doubts), unbounded, tuple(charges), loose, bounds, tuple(entries),
+                seconds, memory)
 
 
 def open_ledger(model: Synthesizer, budget: Budget,

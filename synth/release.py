@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import functools
 import glob
 import hashlib
 import json
@@ -262,16 +261,17 @@ class Release:
     synthetic: pd.DataFrame | None
     ledger: Mapping[str, Any]
     configuration: Mapping[str, Any]
+    csv: bytes = b""  # the table as released (csv_text, UTF-8): what the checksum is of
 
     @classmethod
     def of(cls, synthetic: pd.DataFrame, ledger: Mapping[str, Any],
            configuration: Mapping[str, Any]) -> Release:
         """A released table: its ledger file gains the status, row count and checksum."""
-        made = cls(synthetic, {}, configuration)
+        csv = csv_text(synthetic).encode()
         return cls(synthetic, {**ledger, **_configured(configuration),
                                "rows": len(synthetic), "status": RELEASED,
-                               "synthetic_sha256": hashlib.sha256(made.csv).hexdigest()},
-                   configuration)
+                               "synthetic_sha256": hashlib.sha256(csv).hexdigest()},
+                   configuration, csv)
 
     @classmethod
     def stopped(cls, ledger: Mapping[str, Any], configuration: Mapping[str, Any],
@@ -284,11 +284,6 @@ class Release:
     @property
     def status(self) -> str:
         return self.ledger.get("status", "")
-
-    @functools.cached_property
-    def csv(self) -> bytes:
-        """The table as released (:func:`csv_text`, UTF-8)."""
-        return b"" if self.synthetic is None else csv_text(self.synthetic).encode()
 
     def report(self) -> str:
         """The releasable HTML report: parameters, ledger, the table's own charts."""

@@ -193,8 +193,8 @@ class Run:
         charge = None if self.account is None else self.account.reserve(
             math.inf if planned.unbounded else self.budget.epsilon, self.budget.delta,
             self.command, self.budget.unit, planned.unbounded)  # or refused: nothing read
-        self._record(charge, planned)
-        try:
+        try:  # a record that cannot be opened stops the run: its reservation settles to 0
+            self._record(charge, planned)
             model = self.model.fit(table, schema, self.budget, ctx)
         except BaseException as exc:
             self._settle(charge, STOPPED)

@@ -18,9 +18,12 @@ from synth.schema import Schema
 from .conftest import ADULT, REPO
 
 
-def synth(*args, cwd=None):
+def synth(*args, cwd=None, home=None):
+    """The CLI in a subprocess (with its own SYNTH_HOME, given ``home``)."""
+    env = {**os.environ, **({"SYNTH_HOME": str(home)} if home is not None else {})}
     return subprocess.run([sys.executable, "-m", "synth", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd or REPO, timeout=1800)  # a hang, not a slow run
+                          text=True, cwd=cwd or REPO, env=env,
+                          timeout=1800)  # a hang, not a slow run
 
 
 @pytest.fixture(scope="module")
@@ -392,13 +395,10 @@ def test_a_refused_plan_says_why_and_exits_non_zero(tmp_path):
 def test_every_run_is_in_the_run_store_with_its_release(tmp_path):
     """synth runs lists what synth run made, with its status and the release's files in its
     folder; delete removes the files, never the account's charge."""
-    home = tmp_path / "home"
-    env = {**os.environ, "SYNTH_HOME": str(home)}
     table, schema = sample_paths()
 
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "synth", *map(str, args)], env=env,
-                              capture_output=True, text=True, cwd=REPO, timeout=1800)
+        return synth(*args, home=tmp_path / "home")
 
     out, ledger = tmp_path / "o.csv", tmp_path / "l.json"
     assert cli("run", table, "--schema", schema, "--method", "independent", "--epsilon", 1,

@@ -137,3 +137,21 @@ def test_renaming_one_person_leaves_the_synthesized_unit_count_alone():
         for part in (split(table, schema, unit=unit)[0], split(other, schema, unit=unit)[0]):
             counts.add(population(part, unit).units)
     assert counts == {cut_points(120)[1]}
+
+
+def test_a_run_store_that_cannot_record_stops_the_run_and_settles_its_charge(sample, tmp_path):
+    """The record opens after the account's reservation: if it cannot, nothing is read and the
+    reservation settles to nothing spent (it used to stay reserved in full)."""
+    from synth.account import Store, TableAccount
+    from synth.runstore import RunStore, StoreError
+
+    table, schema = sample
+    store = RunStore(tmp_path / "runs.sqlite")
+    (tmp_path / "runs.sqlite").unlink()
+    (tmp_path / "runs.sqlite").mkdir()  # the records' file is now a folder
+    account = TableAccount.of(table, "t", Store(tmp_path / "account.sqlite"))
+    with pytest.raises(StoreError):
+        Run("independent", schema, 1.0, 1e-5, account=account, store=store)(
+            table, schema, measure=False)
+    usage = account.usage()
+    assert usage.runs == 1 and usage.running == 0 and usage.epsilon == 0
