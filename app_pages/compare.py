@@ -1,4 +1,5 @@
-"""Compare: real against synthetic, for one or more finished runs of this session."""
+"""Compare: real against synthetic, for one or more finished runs of the open table (from the
+run store: a reload or a server restart keeps them; the real rows are the table now open)."""
 
 import math
 
@@ -14,18 +15,15 @@ st.title("Compare")
 st.warning("Everything on this page uses the real data: it is for your eyes, not part of the "
            "release.", icon=":material/visibility:")
 
-tables = list(dict.fromkeys(r.table for r in state.runs()))  # in the order first run
-if not tables:
-    st.info("No finished runs yet: make one on the Synthesize page.")
+with state.guard("Reading the run store"):
+    runs = {r.name: r for r in state.runs(ds)}
+if not runs:
+    st.info(f"No finished runs of {ds.name} yet: make one on the Synthesize page. Runs of "
+            "another table show when that table is open again (the same file, matched by "
+            "its contents).")
     st.page_link("app_pages/synthesize.py", label="Go to Synthesize", icon=":material/tune:")
     st.stop()
-table = ds.name if ds.name in tables else tables[-1]
-if len(tables) > 1:  # runs of different tables are never mixed
-    state.among(f"{state.CHOICE}compare:table", tables)
-    table = st.selectbox("Table", tables, index=tables.index(table),
-                         key=f"{state.CHOICE}compare:table", persist_state="session")
-runs = {r.name: r for r in state.runs(table)}
-picked = f"{state.CHOICE}compare:runs:{table}"
+picked = f"{state.CHOICE}compare:runs:{ds.read_as}"
 state.among(picked, list(runs))
 chosen = [runs[name] for name in st.multiselect("Runs", list(runs), default=list(runs)[-3:],
                                                 key=picked, persist_state="session")]
@@ -40,8 +38,8 @@ summary = pd.DataFrame([{
     "run": r.name,
     "ε": math.inf if r.name in unbounded else r.record.ledger["total_epsilon"],
     "δ": r.record.ledger["total_delta"],
-    "1-way TVD": r.record.fidelity.tvd1 if r.record.fidelity else None,
-    "2-way TVD": r.record.fidelity.tvd2 if r.record.fidelity else None,
+    "1-way TVD": r.fidelity.tvd1 if r.fidelity else None,
+    "2-way TVD": r.fidelity.tvd2 if r.fidelity else None,
     "tree accuracy": r.record.scores.get("accuracy"),
     "macro F1": r.record.scores.get("macro_f1"),
     "seconds": r.record.seconds,
@@ -95,8 +93,8 @@ with state.guard("Comparing marginals"):
 st.subheader("2-way TVD per column pair")
 for r, tab in zip(chosen, st.tabs([r.name for r in chosen]), strict=True):
     with tab, state.guard(f"Drawing {r.name}"):
-        if r.record.fidelity is None:
+        if r.fidelity is None:
             st.caption("No fidelity figures for this run.")
         else:
-            st.plotly_chart(tvd_heatmap(r.record.fidelity, title=r.name), width="stretch",
+            st.plotly_chart(tvd_heatmap(r.fidelity, title=r.name), width="stretch",
                             key=f"heat:{r.name}")

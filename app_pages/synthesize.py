@@ -3,6 +3,7 @@ anything, run it in the background while watching it learn, download the release
 
 import contextlib
 import json
+import time
 from functools import partial
 
 import numpy as np
@@ -25,6 +26,7 @@ from synth.privacy.domains import DOMAIN
 from synth.privacy.unit import Population, PrivacyUnit, population
 from synth.release import CONFIGURATION, LEDGER, REPORT, TABLE
 from synth.report import steward_report
+from synth.runstore import DIED
 from synth.schema import Schema
 from ui import layout, parameters, runner, state
 
@@ -137,7 +139,7 @@ for line in cautions(epsilon, delta, rows, "people" if ds.unit.declared else "ro
     st.warning(line, icon=":material/warning:")
 with state.guard("Planning the budget"):
     planned = runs.Run(method, schema, epsilon, delta, params, shares_given, seed,
-                       state.account(ds), rows=people, unit=ds.unit)
+                       state.account(ds), rows=people, unit=ds.unit, store=state.store())
     model, budget = planned.model, planned.budget
     for refusal in planned.plan.refusals:
         st.error(f"This run would be refused before spending anything: {refusal}.",
@@ -232,10 +234,13 @@ with st.expander("Composition explorer: what n selections may each spend"):
         st.info("Composition with δ = 0 leaves only basic composition: ε/n per step.")
 
 
-def work(run: runs.Run, name: str, table: str, private: pd.DataFrame,
-         test: pd.DataFrame | None, schema: Schema, ctx) -> state.Run:
-    """What the background thread runs (it never touches Streamlit)."""
-    return state.Run(name, table, run(private, schema, test, ctx), private, schema)
+def work(run: runs.Run, table: str, private: pd.DataFrame, test: pd.DataFrame | None,
+         schema: Schema, ctx) -> None:
+    """What the background thread runs (it never touches Streamlit): the run, recorded in
+    the run store with its release, and kept here with its measurements."""
+    record = run(private, schema, test, ctx)
+    if run.entry is not None:
+        state.keep(state.Run("", table, record, private, schema, run.entry.id))
 
 
 def release_page(run: state.Run) -> str:
@@ -278,10 +283,10 @@ def start() -> bool:
                       if cls.share_param else "")
         seed_note = f" seed={seed}" if seed is not None else ""
         name = (f"{ds.name}: {cls.title} ε={epsilon:g}{split_note}{seed_note} "
-                f"#{len(state.runs()) + 1}")
-        state.start_job(runner.Job(name, seed, epsilon).start(
-            partial(work, planned, name, ds.name, private, test, schema),
-            ledger=lambda run=planned: run.spent))
+                f"#{len(state.entries(ds)) + 1}")
+        state.start_job(runner.Job(name, seed, epsilon),
+                        partial(work, planned, ds.name, private, test, schema),
+                        ledger=lambda run=planned: run.spent)
         return True
     return False
 
@@ -346,6 +351,36 @@ def live_curves() -> None:
 live()
 live_curves()
 
+
+def history() -> None:
+    """Every run of this table the store holds, however it ended: a run whose process died
+    (a server stopped mid-run) shows with the account's charge for it, its whole
+    reservation unless it was settled."""
+    recorded = state.entries(ds)
+    if not recorded:
+        return
+    charges = state.account(ds).store.charges([e.charge for e in recorded
+                                               if e.charge is not None])
+    rows = []
+    for number, entry in enumerate(recorded, 1):
+        charge = charges.get(entry.charge)
+        rows.append({"run": state.run_name(entry, number), "id": entry.id,
+                     "status": entry.status + (" (files deleted)" if entry.deleted else ""),
+                     "started": time.strftime("%Y-%m-%d %H:%M",
+                                              time.localtime(entry.started)),
+                     "ε charged": epsilon_text(charge[0]) if charge else "–",
+                     "δ charged": f"{charge[1]:.2g}" if charge else "–",
+                     "error": entry.error})
+    died = sum(entry.status == DIED for entry in recorded)
+    with st.expander(f"Every run of {ds.name} ({len(recorded)}), kept under SYNTH_HOME"
+                     + (f": {died} died mid-run" if died else ""), expanded=bool(died)):
+        st.dataframe(pd.DataFrame(rows[::-1]), hide_index=True, width="stretch")
+        st.caption("Kept in the run store beside the privacy account: a reload or a server "
+                   "restart loses none. A run whose process died keeps its whole reservation "
+                   "on the account (nothing settled it). `synth runs` lists them too, and "
+                   "`synth runs delete ID` removes one's files (never its charge).")
+
+
 ended = state.last_job()
 if ended is not None and ended.status in (runner.CANCELLED, runner.FAILED):
     spent = ("before stopping it had spent ε = "
@@ -363,7 +398,10 @@ if ended is not None and ended.status in (runner.CANCELLED, runner.FAILED):
             st.plotly_chart(ledger_chart(ended.spent), width="stretch", key="stopped-ledger")
             st.json(ended.spent, expanded=False)
 
-finished = state.runs(ds.name)
+finished: list[state.Run] = []
+with state.guard("Reading the run store"):
+    history()
+    finished = state.runs(ds)
 if not finished:
     if state.job() is None:
         st.info(f"No runs of {ds.name} yet: choose a budget and press Run.")
@@ -382,6 +420,9 @@ st.plotly_chart(ledger_chart(record.ledger), width="stretch", key="ledger")
 st.markdown("**Release checklist** (read off the private table: for your eyes)")
 for check in record.checklist:
     (st.warning if check.warn else st.caption)(f"{check.item}: {check.text}")
+if not record.checklist:
+    st.caption("Read back from the run store, which keeps no private table: the checklist "
+               "was shown when it ran.")
 st.markdown("**The release**: nothing in these files is read from the private table except "
             "through the mechanisms on the ledger.")
 # No download reruns the page (on_click="ignore"). A rerun starts by dropping the page's file

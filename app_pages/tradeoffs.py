@@ -1,9 +1,10 @@
 """Trade-offs: how much privacy to spend and which method to trust, from a sweep of runs.
 
 A sweep (synth.sweep) runs a grid of methods × ε × one setting × seeds in the background, on
-every core; finished runs appear as they come, and a cancelled sweep keeps them. Finished
-sweeps are kept for the server's lifetime under the table's fingerprint, so coming back, or a
-new tab on the same table, shows them at once; reports are made when their button is pressed.
+every core; finished runs appear as they come, and a cancelled sweep keeps them. Sweeps are
+recorded in the run store under SYNTH_HOME with their rows, so coming back, a reload, a new tab
+or a server restart on the same table (and schema) shows them; reports are made when their
+button is pressed.
 """
 
 import json
@@ -81,7 +82,9 @@ def reference(table_key: str, _train: pd.DataFrame, _test: pd.DataFrame, _schema
 
 
 table_key = state.table_key(ds)
-sweeps = state.sweeps().setdefault(table_key, {})
+sweeps: dict[str, pd.DataFrame] = {}
+with state.guard("Reading the run store"):
+    sweeps = state.sweeps(ds)
 key = json.dumps([methods, epsilons, seeds, demo, param, values, shares,
                   ds.unit.to_dict(), ks], default=str)
 people = population(ds.table, ds.unit).units
@@ -99,17 +102,20 @@ delta = default_delta(synthesized_rows(people, ds.schema))  # split's train rows
 
 
 def start() -> bool:
-    """Start the sweep in the background, every run charged to the table's account."""
-    train, test = state.split(ds, ds.schema)
-    job = runner.SweepJob(f"{ds.name}: sweep of {len(jobs)} runs", 0, max(epsilons),
-                          total=len(jobs), table=table_key, key=key)
-    rows = job.rows  # the thread appends here; the page reads it
-    account = state.account(ds)  # here: the thread has no session to read it from
-    state.start_sweep(job.start(lambda ctx: sweep(
-        jobs, train, test, ds.schema, delta,
-        on_row=lambda done, total, row: rows.append(row), should_stop=ctx.should_stop,
-        account=account)))
-    return True
+    """Start the sweep in the background, every run charged to the table's account and the
+    sweep recorded in the run store."""
+    with state.guard("Starting the sweep"):
+        train, test = state.split(ds, ds.schema)
+        job = runner.SweepJob(f"{ds.name}: sweep of {len(jobs)} runs", 0, max(epsilons),
+                              total=len(jobs))
+        rows = job.rows  # the thread appends here; the page reads it
+        account, store = state.account(ds), state.store()  # the thread has no session
+        state.start_sweep(job, lambda ctx: sweep(
+            jobs, train, test, ds.schema, delta,
+            on_row=lambda done, total, row: rows.append(row), should_stop=ctx.should_stop,
+            account=account, store=store, described={"grid": key, "table": table_key}))
+        return True
+    return False
 
 
 ended = state.last_sweep()

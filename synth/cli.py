@@ -315,7 +315,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                   disable=args.quiet) as bar:
             rows = sw.sweep(jobs, train, test, schema, delta, n_jobs=args.jobs,
                             on_row=lambda done, total, row: bar.update(1),
-                            account=TableAccount.of(table, Path(args.data).name))
+                            account=TableAccount.of(table, Path(args.data).name),
+                            store=RunStore())
         out.commit(lambda p: rows.to_csv(p, index=False))
     finally:
         out.abort()

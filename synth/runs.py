@@ -10,6 +10,7 @@ hold-out rule: the measuring protocol's test sixth, never shown to the method.
 from __future__ import annotations
 
 import functools
+import io
 import json
 import logging
 import math
@@ -33,7 +34,7 @@ from synth.privacy.mechanisms import fresh_rng
 from synth.privacy.unit import Population, PrivacyUnit, population
 from synth.protocol import cut_points, protocol_split
 from synth.release import CONFIGURATION, LEDGER, TABLE, Release, ReleaseWriter
-from synth.runstore import CANCELLED, FAILED, RUN, RunEntry, RunStore
+from synth.runstore import CANCELLED, FAILED, RUN, RunEntry, RunStore, StoreError
 from synth.schema import Schema
 from synth.source import TableFile, read_whole, table_population
 
@@ -109,6 +110,32 @@ class RunRecord:
         """What the run releases (:class:`~synth.release.Release`): the table, its ledger
         file and the configuration that runs it again."""
         return Release.of(self.synthetic, self.ledger, self.configuration())
+
+    @classmethod
+    def read(cls, entry: RunEntry) -> RunRecord:
+        """A finished run as the run store keeps it: its release's files as written (the
+        record's :attr:`release` is them, byte for byte) and the figures it was measured by.
+        Its per-column fidelity and its checklist compared it with the private table, which
+        the store never keeps: they are absent."""
+        try:
+            files = {name: (entry.folder / name).read_bytes()
+                     for name in (TABLE, LEDGER, CONFIGURATION)}
+            ledger, configuration = (json.loads(files[name]) for name in (LEDGER, CONFIGURATION))
+            synthetic = pd.read_csv(io.BytesIO(files[TABLE]))
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"run {entry.id}'s release cannot be read from "
+                             f"{str(entry.folder)!r} ({exc}); synth runs show "
+                             f"{entry.id} says what is recorded") from None
+        summary = entry.summary
+        record = cls(entry.method, configuration["params"], configuration["epsilon"],
+                     configuration["delta"], configuration["shares"],
+                     configuration["postprocessing_seed"], configuration["command"],
+                     Schema.from_dict(configuration["schema"]), ledger, synthetic,
+                     summary.get("seconds", math.nan), summary.get("fit_seconds", math.nan),
+                     scores=summary.get("scores", {}))
+        # the release as written (a CSV read back and written again may differ in a digit)
+        record.__dict__["release"] = Release(synthetic, ledger, configuration, files[TABLE])
+        return record
 
     def configuration(self) -> dict[str, Any]:
         """The run's configuration (run.json): everything needed to run it again."""
@@ -224,7 +251,7 @@ class Run:
             dict(self.budget.shares), self.postprocessing_seed, self.command, model.schema_,
             model.ledger_.to_dict(), synthetic, time.perf_counter() - started, fit_seconds,
             dict(model.timings_), fidelity, scores, checklist)
-        self._recorded(None, record)
+        self._recorded(None, record, test is not None)
         return record
 
     def _record(self, charge: int | None, planned: Plan) -> None:
@@ -235,12 +262,15 @@ class Run:
             RUN, self.account.key, self.account.name, self.method, self.budget.epsilon,
             self.budget.delta, {"method": self.method, "params": self.model.check_params(),
                                 "shares": dict(self.budget.shares), "command": self.command,
+                                "postprocessing_seed": self.postprocessing_seed,
                                 "seconds_planned": planned.seconds}, charge)
 
-    def _recorded(self, exc: BaseException | None, record: RunRecord | None = None) -> None:
+    def _recorded(self, exc: BaseException | None, record: RunRecord | None = None,
+                  held_out: bool = False) -> None:
         """Close the run's record: its release's files into its folder (a stopped run's
-        ledger, if it spent), then its status. A store that fails is logged, never the run's
-        failure: the release is paid for."""
+        ledger, if it spent), then its status and figures (``held_out``: whether utility was
+        measured on held-out rows, so a comparison can split the table again). A store that
+        fails is logged, never the run's failure: the release is paid for."""
         if self.entry is None:
             return
         release = record.release if record is not None else self.stopped(exc)
@@ -254,11 +284,11 @@ class Run:
                 finally:
                     writer.abort()
             if record is not None:
-                self.store.finish(self.entry.id, {"rows": len(record.synthetic),
-                                                  **record.figures(),
-                                                  "epsilon_spent": record.ledger["total_epsilon"],
-                                                  "delta_spent": record.ledger["total_delta"],
-                                                  "seconds": record.seconds})
+                self.store.finish(self.entry.id, {
+                    **record.figures(), "scores": record.scores, "held_out": held_out,
+                    "epsilon_spent": record.ledger["total_epsilon"],
+                    "delta_spent": record.ledger["total_delta"], "seconds": record.seconds,
+                    "fit_seconds": record.fit_seconds})
             else:
                 cancelled = isinstance(exc, Cancelled | KeyboardInterrupt)
                 self.store.stop(self.entry.id, CANCELLED if cancelled else FAILED,
@@ -266,7 +296,6 @@ class Run:
                                 else f"{type(exc).__name__}: {exc}")
         except Exception:
             log.exception("recording run %s in the run store failed", self.entry.id)
-
 
     def _settle(self, charge: int | None, status: str) -> None:
         """The account's charge down to what the ledger spent (nothing, if nothing ran). If

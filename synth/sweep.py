@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -23,6 +24,8 @@ import pandas as pd
 from synth.account import TableAccount
 from synth.errors import ParameterError, SynthError
 from synth.privacy.unit import PrivacyUnit
+from synth.release import write_file
+from synth.runstore import CANCELLED, FAILED, SWEEP, RunEntry, RunStore, StoreError
 from synth.schema import Schema
 from synth.source import TableFile
 
@@ -64,6 +67,7 @@ DEMO = {"dpgan": {"epochs": 8, "generator_batch": 512},
         "dpselect": {"epochs": 8, "generator_batch": 512},
         "gsd": {"max_generations": 1500}}
 
+TABLE = "sweep.csv"  # a recorded sweep's rows, in its run store folder
 COLUMNS = ("method", "epsilon", "seed", "param", "value", "share", "ledger_epsilon",
            "ledger_delta", "accuracy", "logistic_accuracy", "tvd1", "tvd2", "seconds", "error")
 
@@ -168,27 +172,83 @@ def sweep(jobs: Sequence[Job], train: pd.DataFrame | TableFile, test: pd.DataFra
           schema: Schema, delta: float, n_jobs: int = -1,
           on_row: Callable[[int, int, dict[str, Any]], None] | None = None,
           should_stop: Callable[[], bool] | None = None,
-          account: TableAccount | None = None) -> pd.DataFrame:
+          account: TableAccount | None = None, store: RunStore | None = None,
+          described: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """Run every job (``n_jobs`` joblib workers; -1: every core) and return one row per
     finished job, in job order. ``on_row(done, total, row)`` sees each row as it finishes;
     when ``should_stop()`` turns true the runs not yet finished are abandoned and the finished
     rows are returned. Each run reserves its budget in ``account`` before it starts, so the
     runs past the table's limit fail, refused before they read anything; a failed run is a
-    row with its ``error``, and the others are kept."""
+    row with its ``error``, and the others are kept. With a ``store`` (and an account), the
+    sweep is recorded there as it starts, and its rows are written to its folder
+    (:data:`TABLE`) as it ends; ``described`` adds to its recorded configuration."""
     from joblib import Parallel, delayed
 
+    entry = _start(store, account, jobs, delta, described)
     tasks = (delayed(_indexed)(i, job, train, test, schema, delta, account)
              for i, job in enumerate(jobs))
     rows: dict[int, dict[str, Any]] = {}
-    with warnings.catch_warnings():  # a stop abandons runs on purpose: no need to warn
-        warnings.filterwarnings("ignore", message=".*tasks which were still being processed")
-        for i, row in Parallel(n_jobs=n_jobs, return_as="generator_unordered")(tasks):
-            rows[i] = row
-            if on_row is not None:
-                on_row(len(rows), len(jobs), row)
-            if should_stop is not None and should_stop():
-                break
-    return pd.DataFrame([rows[i] for i in sorted(rows)], columns=list(COLUMNS))
+    try:
+        with warnings.catch_warnings():  # a stop abandons runs on purpose: no need to warn
+            warnings.filterwarnings("ignore", message=".*tasks which were still being processed")
+            for i, row in Parallel(n_jobs=n_jobs, return_as="generator_unordered")(tasks):
+                rows[i] = row
+                if on_row is not None:
+                    on_row(len(rows), len(jobs), row)
+                if should_stop is not None and should_stop():
+                    break
+    except BaseException as exc:
+        _end(store, entry, None, exc)
+        raise
+    table = pd.DataFrame([rows[i] for i in sorted(rows)], columns=list(COLUMNS))
+    _end(store, entry, table, None, len(rows) < len(jobs))
+    return table
+
+
+def _start(store: RunStore | None, account: TableAccount | None, jobs: Sequence[Job],
+           delta: float, described: Mapping[str, Any] | None) -> RunEntry | None:
+    """Record the sweep as it begins (a store that cannot stops it: nothing has run)."""
+    if store is None or account is None:
+        return None
+    methods = list(dict.fromkeys(job.method for job in jobs))
+    return store.start(SWEEP, account.key, account.name, ",".join(methods),
+                       math.fsum(job.epsilon for job in jobs), delta * len(jobs),
+                       {"runs": len(jobs), "methods": methods,
+                        "epsilons": sorted({job.epsilon for job in jobs}),
+                        "seeds": len({job.seed for job in jobs}), **(described or {})})
+
+
+def _end(store: RunStore | None, entry: RunEntry | None, table: pd.DataFrame | None,
+         exc: BaseException | None, stopped: bool = False) -> None:
+    """Close the sweep's record: its rows into its folder, then its status. A store that
+    fails is logged, never the sweep's failure: its runs are paid for."""
+    if store is None or entry is None:
+        return
+    try:
+        if table is not None:
+            write_file(entry.folder / TABLE, lambda path: table.to_csv(path, index=False),
+                       "the sweep's record")
+            summary = {"rows": len(table), "failed": int(table["error"].notna().sum())}
+            if stopped:
+                store.update(entry.id, summary)
+                store.stop(entry.id, CANCELLED)
+            else:
+                store.finish(entry.id, summary)
+        else:
+            cancelled = isinstance(exc, KeyboardInterrupt)
+            store.stop(entry.id, CANCELLED if cancelled else FAILED,
+                       "" if cancelled else f"{type(exc).__name__}: {exc}")
+    except Exception:
+        log.exception("recording sweep %s in the run store failed", entry.id)
+
+
+def recorded(entry: RunEntry) -> pd.DataFrame:
+    """A recorded sweep's rows, as it wrote them."""
+    try:
+        return pd.read_csv(entry.folder / TABLE)
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"sweep {entry.id}'s rows cannot be read from "
+                         f"{str(entry.folder)!r} ({exc})") from None
 
 
 def _indexed(i: int, job: Job, *args) -> tuple[int, dict[str, Any]]:

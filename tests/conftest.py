@@ -28,10 +28,13 @@ def given(table) -> int:
 
 
 @pytest.fixture
-def app():
+def app(monkeypatch, tmp_path):
     """The app on its bundled sample, as a browser first opens it (Streamlit's AppTest; a
-    page's rerun may take long on a loaded machine)."""
+    page's rerun may take long on a loaded machine), with a SYNTH_HOME of its own: the run
+    store lists a table's runs, so another test's runs of the sample must not show."""
     from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("SYNTH_HOME", str(tmp_path / "home"))
 
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=600)
     at.run()

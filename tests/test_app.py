@@ -101,6 +101,17 @@ def set_param(at, method: str, name: str, value):
     at.number_input(key=f"param:{method}:{name}").set_value(value).run()
 
 
+def finished(app) -> list:
+    """The runs the app made and keeps (the server's, in the store's order), as its pages
+    list them: the store under this test's SYNTH_HOME holds them, the server their
+    measurements."""
+    from synth.runstore import FINISHED, RUN, RunStore
+    from ui import state
+
+    kept = state._kept()
+    return [kept[e.id] for e in reversed(RunStore().list(kind=RUN)) if e.status == FINISHED]
+
+
 def number(text: str) -> float:
     """A number as the app prints it ('1.5e42', '46,341', '5.591e+04')."""
     return float(text.replace(",", ""))
@@ -123,7 +134,7 @@ def test_run_shows_the_release_and_keeps_it(app):
     assert {b.label for b in app.get("download_button")} >= {
         "Synthetic table (CSV)", "Privacy ledger (JSON)", "Run configuration (JSON)"}
     assert "python -m synth run DATA.csv" in app.code[0].value
-    assert "1 finished run this session" in texts(app)
+    assert "1 finished run of this table" in texts(app)
     assert "Independent marginals ε=1 #1" in texts(app)  # no seed given: none in the name
 
 
@@ -223,11 +234,11 @@ def test_uploaded_table_learns_its_domains_privately(app):
     assert float(next(m.value for m in app.metric if m.label == "ε spent")) <= 8.0
     # the downloadable configuration carries the released domains: learned, none read off
     # the table; the release report and the checklist are made from them
-    finished = app.session_state["runs"][0]
-    released = finished.record.configuration()["schema"]["columns"]
+    made = finished(app)[0]
+    released = made.record.configuration()["schema"]["columns"]
     assert all(c["learned"] and not c["public"] and not c["flags"] for c in released)
     assert all(c["categories"] or c["lower"] is not None for c in released)
-    page = release_report(finished.record.release.ledger, finished.record.synthetic)
+    page = release_report(made.record.release.ledger, made.record.synthetic)
     assert "Release report: independent" in page and "Uses the real data" not in page
     assert "rows: 600 synthetic rows from 600 private rows" in texts(app)  # the checklist
     # what the browser test of this flow used to check: the checklist and the steward's part
@@ -253,7 +264,7 @@ def test_a_failed_utility_check_keeps_the_release(app):
     app.switch_page(COMPARE).run()
     assert any("could not be completed" in w.value and "single class" in w.value
                for w in app.warning)
-    assert "1 finished run this session" in texts(app)
+    assert "1 finished run of this table" in texts(app)
 
 
 def a_category_the_table_holds_left_out(at) -> None:
@@ -281,7 +292,7 @@ def test_a_failing_run_keeps_earlier_results(app):
     assert not app.exception
     assert any("#2 failed" in e.value and "'race'" in e.value for e in app.error), [
         e.value for e in app.error]
-    assert "1 finished run this session" in texts(app)
+    assert "1 finished run of this table" in texts(app)
     assert any(m.label == "ε spent" for m in app.metric)  # the earlier release is still shown
 
 
@@ -432,7 +443,7 @@ def test_the_preview_follows_the_budget_split(app):
     assert planned() == pytest.approx({"gan": 0.5, "select": 0.5})
     assert per_pick() < before  # less ε left for selection: a smaller per-pick ε
     assert per_pick() == pytest.approx(package(0.5), rel=5e-3)
-    assert "runs" not in app.session_state or not app.session_state["runs"]  # nothing spent
+    assert not finished(app)  # nothing spent
 
 
 def test_the_app_draws_no_emoji():
@@ -469,13 +480,13 @@ def test_cancel_stops_the_run_and_keeps_earlier_ones(app):
     # DP-SGD is charged before its first step, so the stopped run's ledger shows what ran
     assert "nothing was released" in warning and "had spent ε = " in warning
     assert any(e.label == "Ledger of the stopped run" for e in app.expander)
-    assert len(app.session_state["runs"]) == 1
+    assert len(finished(app)) == 1
     assert any(m.label == "ε spent" for m in app.metric)  # the earlier release is still shown
 
 
 def test_compare_page_shows_every_chosen_run(app):
     app.switch_page(COMPARE).run()
-    assert "No finished runs yet" in texts(app)
+    assert "No finished runs of census demo (bundled sample) yet" in texts(app)
     app.switch_page(SYNTH).run()
     run(app)
     app.select_slider[0].set_value(4.0).run()
@@ -492,6 +503,96 @@ def test_compare_page_shows_every_chosen_run(app):
     column = next(s for s in app.selectbox if s.label == "Column")
     column.set_value("income").run()
     assert any("income: share of rows" in c.proto.spec for c in app.get("plotly_chart"))
+
+
+def restart():
+    """What a server restart leaves: the run store and the account under SYNTH_HOME, none of
+    the server's memory (its live jobs, the runs it kept with their measurements)."""
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+def test_runs_outlive_a_reload_and_a_server_restart(app):
+    """Issue 34: the runs are the table's, in the run store. A reload (a new session) and a
+    server restart find both releases, byte for byte, and Compare measures them again on the
+    table opened anew: the same figures the runs measured (the protocol split is fixed)."""
+    app.switch_page(SYNTH).run()
+    run(app)
+    app.select_slider[0].set_value(4.0).run()
+    run(app)
+    made = finished(app)
+    files = [r.record.release.files() for r in made]
+    measured = [(r.record.fidelity.tvd2, r.record.scores["accuracy"]) for r in made]
+    for server_restarted in (False, True):
+        if server_restarted:
+            restart()
+        again = AppTest.from_file(APP, default_timeout=SCRIPT_TIMEOUT).run()
+        again.switch_page(SYNTH).run()
+        assert not again.exception and not again.error, [e.value for e in again.error]
+        assert "2 finished runs of this table" in texts(again)
+        assert any(s.value == "Release: census demo (bundled sample): Independent marginals "
+                   "ε=4 #2" for s in again.subheader)
+        assert [r.record.release.files() for r in finished(again)] == files
+        again.switch_page(COMPARE).run()
+        assert not again.exception and not again.error, [e.value for e in again.error]
+        table = again.table[0].value
+        assert list(table["ε"]) == pytest.approx([1.0, 4.0])
+        assert list(table["2-way TVD"]) == pytest.approx([tvd2 for tvd2, _ in measured])
+        assert list(table["tree accuracy"]) == pytest.approx([acc for _, acc in measured])
+        assert len(again.get("plotly_chart")) >= 3  # utility, a marginal, the heat maps
+
+
+def test_a_reloaded_page_finds_its_live_run_and_cancels_it(app):
+    """A run keeps going when its page is reloaded; the reloaded page shows it live, with
+    Cancel, and refuses a second run of the table meanwhile."""
+    app.switch_page(SYNTH).run()
+    app.selectbox[0].set_value("dpgan").run()
+    set_param(app, "dpgan", "epochs", 1000.0)
+    spend(app)
+    job = app.session_state["job"]
+    reloaded = AppTest.from_file(APP, default_timeout=SCRIPT_TIMEOUT).run()
+    reloaded.switch_page(SYNTH).run()
+    assert reloaded.session_state["job"] is job and job.status == "running"
+    assert run_button(reloaded).disabled and "a run is in progress" in texts(reloaded)
+    wait_until(reloaded, lambda a: any(b.label == "Cancel" for b in a.button),
+               "the reloaded page's Cancel button")
+    assert any(s.value.startswith("Running: census demo") for s in reloaded.subheader)
+    button(reloaded, "Cancel").click().run()
+    finish(reloaded)
+    assert any("was cancelled" in w.value for w in reloaded.warning)
+    from synth.runstore import CANCELLED, RunStore
+
+    entry = RunStore().list()[0]
+    assert entry.status == CANCELLED
+    charged = Store().charges([entry.charge])[entry.charge]
+    spent = job.spent["total_epsilon"] if job.spent else 0.0  # settled to what ran
+    assert charged[2] == "stopped" and charged[0] == pytest.approx(spent) and spent <= 1.0
+
+
+def test_a_run_whose_process_died_shows_with_its_charge(app):
+    """A record left running by a process that is gone (a server killed mid-run) reads as
+    died, with its whole reservation still on the account."""
+    import sqlite3
+    import subprocess
+
+    from synth.runstore import RUN, RunStore
+
+    ds = app.session_state["dataset"]
+    accounts, store = Store(), RunStore()
+    key = accounts.key(ds.read_as)
+    charge = accounts.reserve(key, ds.name, 2.0, 1e-5, "python -m synth run …")
+    entry = store.start(RUN, key, ds.name, "independent", 2.0, 1e-5, {"params": {}}, charge)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE runs SET pid = ? WHERE id = ?", (gone.pid, entry.id))
+    app.switch_page(SYNTH).run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    history = next(e for e in app.expander if e.label.startswith("Every run of"))
+    assert history.label.endswith("1 died mid-run")
+    row = app.dataframe[-1].value.iloc[0]
+    assert (row["status"], row["ε charged"], row["id"]) == ("died", "2", entry.id)
+    assert "No runs of census demo (bundled sample) yet" in texts(app)  # none finished
 
 
 def test_edit_a_column_on_the_data_page(app):
@@ -644,16 +745,15 @@ def test_two_tables_in_one_session_keep_their_runs_apart(app):
     assert labelled(app.number_input, "δ (default").value > 0  # mine.csv's own default δ
     run(app)
     assert any(s.value.startswith("Release: mine.csv: Independent") for s in app.subheader)
-    app.switch_page(COMPARE).run()
-    table = app.selectbox(key="choice:compare:table")
-    assert table.value == "mine.csv" and set(table.options) == {
-        "mine.csv", "census demo (bundled sample)"}
-    runs = app.multiselect(key="choice:compare:runs:mine.csv")
-    assert runs.options == [r for r in runs.options if r.startswith("mine.csv: ")] and runs.value
-    table.set_value("census demo (bundled sample)").run()
+    app.switch_page(COMPARE).run()  # the open table's runs, never another's
+    runs = next(m for m in app.multiselect if m.label == "Runs")
+    assert runs.options and all(r.startswith("mine.csv: ") for r in runs.options)
+    assert runs.value
+    button(app, "Use the census sample").click().run()
     assert not app.exception and not app.error
-    shown = app.multiselect(key="choice:compare:runs:census demo (bundled sample)").value
-    assert shown and all(r.startswith("census demo (bundled sample): ") for r in shown)
+    shown = next(m for m in app.multiselect if m.label == "Runs")
+    assert shown.value and all(r.startswith("census demo (bundled sample): ")
+                               for r in shown.options)
 
 
 def test_compare_handles_runs_with_different_columns(app):
@@ -664,8 +764,7 @@ def test_compare_handles_runs_with_different_columns(app):
     app.switch_page(SYNTH).run()
     run(app)
     app.switch_page(COMPARE).run()
-    assert len(app.multiselect(key="choice:compare:runs:census demo (bundled sample)").value) \
-        == 2
+    assert len(next(m for m in app.multiselect if m.label == "Runs").value) == 2
     app.selectbox(key="choice:compare:column").set_value("occupation").run()
     assert not app.exception and not app.error, [e.value for e in app.error]
     assert "occupation was left out of census demo (bundled sample): Independent marginals " \
@@ -798,6 +897,14 @@ def test_tradeoffs_page_runs_a_sweep_and_keeps_it(app):
     fresh.number_input[0].set_value(1).run()
     assert not fresh.info and "grid differs" not in texts(fresh)
     assert any(s.value == "2 runs" for s in fresh.subheader)
+    restart()  # recorded in the run store with its rows: a restarted server shows it too
+    fresh = AppTest.from_file(APP, default_timeout=SCRIPT_TIMEOUT)
+    fresh.run().switch_page(TRADEOFFS).run()
+    fresh.multiselect[0].set_value(["independent"]).run()
+    fresh.multiselect[1].set_value([0.5, 2.0]).run()
+    fresh.number_input[0].set_value(1).run()
+    assert any(s.value == "2 runs" for s in fresh.subheader)
+    assert sorted(fresh.dataframe[-1].value["epsilon"]) == [0.5, 2.0]
 
 
 def test_a_sweep_keeps_its_runs_when_one_configuration_fails(app):
@@ -870,7 +977,7 @@ def test_a_privacy_unit_protects_people_from_the_data_page_to_the_ledger(app):
     app.select_slider[0].set_value(4.0).run()
     run(app)
     assert not app.exception and not app.error, [e.value for e in app.error]
-    record = app.session_state["runs"][0].record
+    record = finished(app)[0].record
     assert "'person'" in record.ledger["relation"] and "≤ 3 rows" in record.ledger["relation"]
     assert record.ledger["entries"][0]["stage"] == "rows"
     assert "person" not in record.synthetic.columns
@@ -910,8 +1017,8 @@ def test_the_panel_sample_protects_people_and_the_sidebar_totals_them_apart(app,
     assert len(previewed) == 5 * everyone // 6  # a function of the public U alone
     run(app)
     assert not app.exception and not app.error, [e.value for e in app.error]
-    assert set(app.session_state["runs"][0].real["person_id"]) == previewed  # the run's too
-    record = app.session_state["runs"][0].record
+    assert set(finished(app)[0].real["person_id"]) == previewed  # the run's too
+    record = finished(app)[0].record
     assert "'person_id' (≤ 3 rows" in record.ledger["relation"]
     assert "person_id" not in record.synthetic.columns
     said = " ".join(c.value for c in app.sidebar.caption)

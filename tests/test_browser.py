@@ -98,8 +98,9 @@ def browsing(url: str, request=None):
 
 
 @pytest.fixture
-def serving():  # a fresh server per test: some behaviour depends on the first request
-    with app_server() as served:
+def serving(tmp_path):  # a fresh server per test (some behaviour depends on the first
+    # request), with a SYNTH_HOME of its own: the run store lists every run of a table
+    with app_server({**os.environ, "SYNTH_HOME": str(tmp_path / "home")}) as served:
         yield served
 
 
@@ -197,7 +198,7 @@ def test_starts_on_the_sample_and_runs(page):
     wait_while_progressing(page, page.get_by_text(
         f"Release: {SAMPLE}: Independent marginals ε=1 seed=1099511627776 #1"),
         "the first release")
-    page.get_by_text("1 finished run this session").wait_for()
+    page.get_by_text("1 finished run of this table").wait_for()
     page.get_by_test_id("stMetricLabel").get_by_text("ε spent", exact=True).wait_for()
     page.get_by_role("button", name="Privacy ledger (JSON)").wait_for()
     page.locator(".js-plotly-plot").first.wait_for()
@@ -243,8 +244,8 @@ def test_starts_on_the_sample_and_runs(page):
     other_context = page.context.browser.new_context()  # a second tab is its own session
     other_context.set_default_timeout(WAIT_MS)
     other = other_context.new_page()
-    other.goto(page.url)
-    other.get_by_text("0 finished runs this session").wait_for()
+    other.goto(page.url)  # the table's runs are in the store: it finds the release too
+    other.get_by_text("1 finished run of this table").wait_for()
     other.close()
 
 
@@ -302,7 +303,7 @@ def test_a_live_dp_select_run_then_a_cancelled_one(page):
     # DP-SGD was charged before its first step: the page says what the stopped run spent
     assert page.get_by_text("before stopping it had spent ε =", exact=False).count() == 1
     page.get_by_text("Ledger of the stopped run").wait_for()
-    assert page.get_by_text("1 finished run this session").count() == 1
+    assert page.get_by_text("1 finished run of this table").count() == 1
     assert release.count() == 1  # the first release is still shown
     shot(page, "cancelled.png")
     assert "Traceback" not in page.content()
@@ -327,7 +328,7 @@ def test_the_panel_sample_protects_each_person_through_to_the_ledger(page):
     page.get_by_text("Laplace count", exact=False).first.wait_for()
     page.get_by_role("button", name="Run", exact=True).click()
     page.get_by_role("button", name="Spend and run").click()
-    wait_while_progressing(page, page.get_by_text("1 finished run this session"),
+    wait_while_progressing(page, page.get_by_text("1 finished run of this table"),
                            "the person-level release")
     page.get_by_text("by whom the runs protected: one 'person_id', ε = ",  # the session's
                      exact=False).wait_for()  # account: AppTest may have charged the panel too
@@ -479,8 +480,68 @@ def test_the_account_outlives_the_server_and_choices_outlive_navigation(tmp_path
         # the page's widgets come after its heading: wait for the kept value, not a blank
         expect(seed).to_have_value("5", timeout=WAIT_MS)
     with app_server(env) as (url, _), browsing(url) as page:  # a new server, a new session
-        page.get_by_text("0 finished runs this session").wait_for()
+        page.get_by_text("1 finished run of this table").wait_for()  # the run store's
         shown = page.get_by_text("Privacy spent on this table, all runs:", exact=False)
         shown.wait_for()
         assert shown.inner_text() == after_run
         assert re.search(r"ε = [\d.]+ of its limit 3 remains", after_run), after_run
+
+
+def test_a_run_outlives_a_reload_and_runs_and_sweeps_a_server_restart(tmp_path):
+    """Issue 34's walk: a DP-GAN run keeps training through a reload of its page, which finds
+    it live and watches it finish; after a server restart every run and the sweep are there,
+    and Compare draws two stored runs against the table, read anew."""
+    env = {**os.environ, "SYNTH_HOME": str(tmp_path / "home")}
+    with app_server(env) as (url, _), browsing(url) as page:
+        page.get_by_text("census demo (bundled sample): 5,000 rows", exact=True).wait_for()
+        page.get_by_role("link", name="Synthesize").click()
+        page.get_by_role("button", name="Run", exact=True).click()
+        page.get_by_role("button", name="Spend and run").click()
+        wait_while_progressing(page, page.get_by_text(
+            f"Release: {SAMPLE}: Independent marginals ε=1 #1"), "the first release")
+        page.get_by_test_id("stMain").get_by_test_id("stSelectbox").first.click()
+        page.get_by_role("option", name="DP-GAN").click()
+        epochs = page.get_by_label("Training epochs", exact=True)
+        epochs.fill("3")
+        epochs.press("Enter")
+        page.get_by_role("button", name="Run", exact=True).click()
+        page.get_by_role("button", name="Spend and run").click()
+        running = page.get_by_role("heading", name=re.compile(
+            rf"^Running: {re.escape(SAMPLE)}: DP-GAN ε=1"))
+        running.wait_for()
+        page.get_by_test_id("stProgress").first.wait_for()  # its progress is drawn
+        page.reload()  # the session is gone; the run is the server's
+        running.wait_for()
+        page.get_by_role("button", name="Cancel").wait_for()  # the live view, re-attached
+        wait_while_progressing(page, page.get_by_text(
+            f"Release: {SAMPLE}: DP-GAN ε=1 #2"), "the DP-GAN release after the reload")
+        page.get_by_text("2 finished runs of this table").wait_for()
+        page.get_by_role("link", name="Trade-offs").click()
+        methods = page.get_by_test_id("stMultiSelect").first.locator("input")
+        methods.click()
+        for _ in range(3):  # the preset's methods end with gsd, dpselect, dpgan
+            methods.press("Backspace")
+        page.keyboard.press("Escape")
+        seeds = page.get_by_label("Seeds", exact=True)
+        seeds.fill("1")
+        seeds.press("Enter")
+        page.get_by_role("button", name="Run the sweep").click()
+        page.get_by_role("button", name="Spend and run").click()
+        wait_while_progressing(page, page.get_by_text("5 runs", exact=True), "the sweep")
+    with app_server(env) as (url, _), browsing(url) as page:  # the server restarted
+        page.get_by_text("2 finished runs of this table").wait_for()
+        page.get_by_role("link", name="Synthesize").click()
+        page.get_by_text(f"Release: {SAMPLE}: DP-GAN ε=1 #2").wait_for()
+        page.get_by_text(f"Every run of {SAMPLE} (2)", exact=False).wait_for()
+        page.get_by_role("link", name="Trade-offs").click()
+        page.get_by_text("5 runs", exact=True).wait_for()  # the sweep, from the run store
+        page.get_by_role("link", name="Compare").click()
+        page.get_by_text("Summary", exact=True).wait_for()
+        from playwright.sync_api import expect
+
+        expect(page.get_by_role("row")).to_have_count(3, timeout=WAIT_MS)  # a header, two runs
+        for name in ("Independent marginals ε=1 #1", "DP-GAN ε=1 #2"):
+            page.get_by_role("cell", name=f"{SAMPLE}: {name}").wait_for()
+        page.locator(".js-plotly-plot").filter(has_text="share of rows").first.wait_for()
+        shot(page, "compare-after-restart.png")
+        assert "Traceback" not in page.content()

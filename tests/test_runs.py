@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from synth.cli import build_parser
-from synth.errors import Cancelled, ParameterError
+from synth.errors import Cancelled, ParameterError, SynthError
 from synth.methods import FitContext, Spent, parse_settings
+from synth.protocol import protocol_split
 from synth.runs import Run, RunRecord, run, split, synthesized_rows
 
 
@@ -155,3 +156,35 @@ def test_a_run_store_that_cannot_record_stops_the_run_and_settles_its_charge(sam
             table, schema, measure=False)
     usage = account.usage()
     assert usage.runs == 1 and usage.running == 0 and usage.epsilon == 0
+
+
+def test_a_stored_run_reads_back_as_its_release_byte_for_byte(sample, tmp_path):
+    """What the app lists after a restart: the run store's files are the release as made
+    (its ledger's checksum is of the table read back), with the figures it measured."""
+    import hashlib
+
+    from synth.account import Store, TableAccount
+    from synth.release import LEDGER, TABLE
+    from synth.runstore import FINISHED, RunStore
+
+    table, schema = sample
+    store = RunStore(tmp_path / "runs.sqlite")
+    account = TableAccount.of(table, "t", Store(tmp_path / "account.sqlite"))
+    train, _, test = protocol_split(table)
+    record = Run("independent", schema, 1.0, 1e-5, account=account, store=store)(
+        train, schema, test)
+    (entry,) = store.list()
+    assert entry.status == FINISHED and entry.summary["held_out"]
+    again = RunRecord.read(entry)
+    files = again.release.files()
+    assert files == record.release.files()
+    ledger = json.loads(files[LEDGER])
+    assert ledger["synthetic_sha256"] == hashlib.sha256(files[TABLE]).hexdigest()
+    assert again.scores == pytest.approx(record.scores)
+    assert again.ledger["total_epsilon"] == record.ledger["total_epsilon"]
+    assert list(again.synthetic.columns) == list(record.synthetic.columns)
+    assert len(again.synthetic) == len(record.synthetic)
+    assert again.schema.to_dict() == record.schema.to_dict()
+    store.delete(entry.id)  # its files gone: a one-line refusal naming the run
+    with pytest.raises(SynthError, match=f"run {entry.id}'s release cannot be read"):
+        RunRecord.read(store.get(entry.id))

@@ -181,3 +181,28 @@ def test_the_sections_preset_runs(tmp_path):
     assert len(rows) == len(preset.epsilons) * len(preset.values)
     assert set(rows["value"]) == set(preset.values) and set(rows["param"]) == {"sections"}
     assert (rows["ledger_epsilon"] <= rows["epsilon"] * (1 + 1e-9)).all()
+
+
+def test_a_sweep_is_recorded_with_its_rows_and_a_stopped_one_as_cancelled(sample, tmp_path):
+    """The run store records a sweep as it starts and keeps its rows (sweep.csv) as it ends:
+    finished, or cancelled with the runs that finished."""
+    from synth.account import Store, TableAccount
+    from synth.runstore import CANCELLED, FINISHED, SWEEP, RunStore
+    from synth.sweep import recorded
+
+    table, schema = sample
+    train, _, test = protocol_split(table)
+    store = RunStore(tmp_path / "runs.sqlite")
+    account = TableAccount.of(table, "t", Store(tmp_path / "account.sqlite"))
+    whole = sweep(grid(["independent"], [0.5, 2.0], seeds=1), train, test, schema, 1e-6,
+                  n_jobs=1, account=account, store=store, described={"grid": "g"})
+    done = []
+    part = sweep(grid(["independent"], [1.0], seeds=4), train, test, schema, 1e-6, n_jobs=1,
+                 on_row=lambda i, total, row: done.append(i),
+                 should_stop=lambda: len(done) >= 2, account=account, store=store)
+    stopped, finished = store.list(kind=SWEEP)  # newest first
+    assert (finished.status, finished.configuration["grid"]) == (FINISHED, "g")
+    assert finished.epsilon == 2.5 and finished.summary == {"rows": 2, "failed": 0}
+    assert recorded(finished).to_csv(index=False) == whole.to_csv(index=False)
+    assert stopped.status == CANCELLED and stopped.summary["rows"] == len(part) == 2
+    assert recorded(stopped).to_csv(index=False) == part.to_csv(index=False)

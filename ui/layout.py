@@ -18,6 +18,7 @@ from synth.data import DEFAULT_MAX_BYTES, human_bytes, read_table
 from synth.errors import DataError
 from synth.methods.base import BYTES_PER_CELL, sample_bound
 from synth.privacy.budget import epsilon_text
+from synth.runstore import FINISHED
 from synth.schema import infer_schema
 from synth.source import TableFile, read_whole
 from ui import runner, state
@@ -100,8 +101,10 @@ def sidebar(watched: str | None = None) -> state.Dataset:
         announce(state.collect(), state.collect_sweep())  # ended while any page was open
         st.caption(f"**{ds.name}**: {len(ds.table):,} rows × {ds.table.shape[1]} columns"
                    + (f", read from `{ds.where}`" if ds.where else ""))
-        done = len(state.runs())
-        st.caption(f"{done} finished run{'s' * (done != 1)} this session")
+        with state.guard("Reading the run store"):
+            done = sum(e.status == FINISHED and not e.deleted for e in state.entries(ds))
+            st.caption(f"{done} finished run{'s' * (done != 1)} of this table, kept under "
+                       "SYNTH_HOME")
         with state.guard("Reading the privacy account"):
             account = state.account(ds)
             usage = account.usage()

@@ -110,5 +110,3 @@ class SweepJob(Job):
 
     rows: list[dict] = field(default_factory=list)
     total: int = 0
-    table: str = ""  # the table's fingerprint and the grid: where the result is kept
-    key: str = ""

@@ -1,15 +1,24 @@
-"""Typed access to Streamlit's session state, so pages share data without string keys."""
+"""Typed access to Streamlit's session state, so pages share data without string keys.
+
+Runs and sweeps are not the session's: they are the table's, kept in the run store
+(:mod:`synth.runstore`) under SYNTH_HOME, and one in progress is the server's (a registry by
+table), so a reload, a new tab or a server restart finds them. A session holds only what it
+is looking at: the table, its choices, and the job it watches.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import hashlib
 import json
 import logging
 import secrets
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
@@ -17,13 +26,20 @@ import streamlit as st
 from synth.account import Store, TableAccount
 from synth.data import fingerprint, load_sample
 from synth.errors import SynthError
+from synth.methods import METHODS
 from synth.privacy.unit import PrivacyUnit
 from synth.runs import RunRecord
 from synth.runs import split as split_table
+from synth.runstore import CANCELLED, FINISHED, RUN, SWEEP, RunEntry, RunStore
 from synth.schema import Schema
+from synth.sweep import recorded
 from ui import runner
 
+if TYPE_CHECKING:
+    from synth.evaluation import Fidelity
+
 log = logging.getLogger(__name__)
+_LOCK = threading.Lock()  # the live registry's check-then-register is one step
 
 SAMPLE_NAME = "census demo (bundled sample)"
 # The bundled samples (synth.data.SAMPLES): the name the app shows, and whom a run protects
@@ -57,13 +73,29 @@ class Dataset:
 
 @dataclass(frozen=True)
 class Run:
-    """A finished synthesis, kept for the session under a descriptive name."""
+    """A finished synthesis of a table: made by this server, or read back from the run store
+    (its release as written, its figures as measured)."""
 
     name: str  # starts with the table's name
     table: str  # the name of the table it was synthesized from
     record: RunRecord  # the release, its configuration and the steward's measurements
     real: pd.DataFrame  # the rows it was synthesized from: for comparisons, never released
     schema: Schema  # the working schema of the run (may hold data-derived domains)
+    id: str = ""  # its id in the run store
+
+    @functools.cached_property
+    def fidelity(self) -> Fidelity | None:
+        """Its marginals against the real rows: measured when it ran, or (read back from the
+        store, which keeps no private table) measured again on the table now open."""
+        if self.record.fidelity is not None:
+            return self.record.fidelity
+        from synth.evaluation import marginal_tvd
+
+        try:
+            return marginal_tvd(self.real, self.record.synthetic, self.record.schema)
+        except (SynthError, KeyError, ValueError):
+            log.warning("run %s: its fidelity cannot be measured again", self.id)
+            return None
 
 
 @st.cache_data(show_spinner=False)
@@ -144,14 +176,89 @@ def set_base(schema: Schema, fresh_choices: bool = False) -> None:
     _renew(schema_only=not fresh_choices)
 
 
-def runs(table: str | None = None) -> list[Run]:
-    """The session's finished runs, in order; of one table only if ``table`` is given."""
-    every = st.session_state.setdefault("runs", [])
-    return every if table is None else [r for r in every if r.table == table]
+def store() -> RunStore:
+    """The run store under SYNTH_HOME (the privacy account's folder)."""
+    return RunStore()
 
 
-def add_run(run: Run) -> None:
-    runs().append(run)
+def entries(ds: Dataset | None = None, kind: str = RUN) -> list[RunEntry]:
+    """Every run (or sweep) of the table as the store records it, oldest first: finished,
+    running, cancelled, failed or died."""
+    return store().list(table=account(ds or dataset()).key, kind=kind)[::-1]
+
+
+@st.cache_resource
+def _kept() -> dict[str, Any]:
+    """What this server has made or read back, by run id: a run's :class:`Run` (with its
+    measurements), a sweep's rows. The store is the truth; this spares reading it again."""
+    return {}
+
+
+def run_name(entry: RunEntry, number: int) -> str:
+    """How the app names a run: its table, method, ε, split, seed and place in the table's
+    runs (#1 first), all read from its record."""
+    cls, params = METHODS.get(entry.method), entry.configuration.get("params", {})
+    split = (f" {cls.share_param}={params[cls.share_param]:g}"
+             if cls is not None and cls.share_param in params else "")
+    seed = entry.configuration.get("postprocessing_seed")
+    title = cls.title if cls is not None else entry.method
+    return (f"{entry.table_name}: {title} ε={entry.epsilon:g}{split}"
+            f"{f' seed={seed}' if seed is not None else ''} #{number}")
+
+
+def runs(ds: Dataset | None = None) -> list[Run]:
+    """The table's finished runs, oldest first, from the run store: a reload, a new tab or
+    a server restart finds them all. One whose files are gone is left out (logged)."""
+    ds = ds or dataset()
+    kept, found = _kept(), []
+    for number, entry in enumerate(entries(ds), 1):
+        if entry.status != FINISHED or entry.deleted:
+            continue
+        run = kept.get(entry.id)
+        if run is None or not run.name:
+            try:
+                run = _named(run, entry, number, ds)
+            except SynthError as exc:
+                log.warning("run %s left out: %s", entry.id, exc)
+                continue
+            kept[entry.id] = run
+        found.append(run)
+    return found
+
+
+def _named(made: Run | None, entry: RunEntry, number: int, ds: Dataset) -> Run:
+    """A run made here (named now), or read back from the store, compared with the open
+    table split as it was (the protocol split, or whole)."""
+    name = run_name(entry, number)
+    if made is not None:
+        return dataclasses.replace(made, name=name)
+    record = RunRecord.read(entry)
+    real = split(ds, record.schema, entry.summary.get("held_out", False))[0]
+    return Run(name, ds.name, record, real, record.schema, entry.id)
+
+
+def keep(run: Run) -> None:
+    """Keep a run made here with its measurements, so its listing need not read it back."""
+    _kept()[run.id] = run
+
+
+def sweeps(ds: Dataset) -> dict[str, pd.DataFrame]:
+    """The table's recorded sweeps with rows (finished, or cancelled with some done), by the
+    grid they ran, oldest first; only those of this table as it is now (its rows in order
+    and its schema: :func:`table_key`)."""
+    kept, found, key = _kept(), {}, table_key(ds)
+    for entry in entries(ds, SWEEP):
+        if (entry.status not in (FINISHED, CANCELLED) or entry.deleted
+                or entry.configuration.get("table") != key):
+            continue
+        if entry.id not in kept:
+            try:
+                kept[entry.id] = recorded(entry)
+            except SynthError as exc:
+                log.warning("sweep %s left out: %s", entry.id, exc)
+                continue
+        found[entry.configuration.get("grid", entry.id)] = kept[entry.id]
+    return found
 
 
 def first_time(what: str, token: Any) -> bool:
@@ -210,35 +317,72 @@ def answered() -> None:
     st.session_state.pop("asked", None)
 
 
-def sweep_job() -> runner.SweepJob | None:
-    """The sweep in progress (or finished but not yet collected), if any."""
-    return st.session_state.get("sweep_job")
-
-
-def start_sweep(new: runner.SweepJob) -> None:
-    st.session_state["sweep_job"] = new
-    st.session_state.pop("last_sweep", None)
-
-
 @st.cache_resource
-def sweeps() -> dict[str, dict[str, pd.DataFrame]]:
-    """Finished sweeps for the server's lifetime, by table (:func:`table_key`) and grid: a
-    reload, a new tab or another page brings them back at once. Keyed by the table's
-    contents and schema, so only a session holding the very same table sees them."""
+def _live() -> dict[tuple[str, str], runner.Job]:
+    """The runs and sweeps in progress on this server (or ended, not yet seen), by kind and
+    table (its account key): a reloaded page or a new tab on the same table finds its job
+    here, with its live view and Cancel. One of each kind per table at a time."""
     return {}
 
 
-def collect_sweep() -> runner.SweepJob | None:
-    """Keep a finished sweep's runs (any that finished, if it stopped early) and forget the
-    job; return it (None while it runs or when there is none)."""
-    current = sweep_job()
+def _job(kind: str, session_key: str) -> runner.Job | None:
+    """The job this session watches; none yet, the table's live one, which it then watches
+    (a reload, or a new tab)."""
+    current = st.session_state.get(session_key)
+    if current is None:
+        current = _live().get((kind, account(dataset()).key))
+        if current is not None:
+            st.session_state[session_key] = current
+    return current
+
+
+def _start(kind: str, session_key: str, new: runner.Job, work: Callable, **how: Any) -> None:
+    """Register ``new`` as the table's live job of ``kind``, then start it: refused if
+    another is running on this table (in another tab, say)."""
+    where = (kind, account(dataset()).key)
+    with _LOCK:
+        other = _live().get(where)
+        if other is not None and other.status == runner.RUNNING:
+            raise SynthError(f"{other.name} is still running (in another tab?): open this "
+                             "page again to watch it, or wait for it to end")
+        _live()[where] = new
+    try:
+        new.start(work, **how)
+    except BaseException:  # never a registered job that does not run: it would block the table
+        with _LOCK:
+            _live().pop(where, None)
+        raise
+    st.session_state[session_key] = new
+
+
+def _collect(session_key: str, last_key: str) -> runner.Job | None:
+    """Forget an ended job (the registry too): it is in the store. Returns it if it ended."""
+    current = st.session_state.get(session_key)
     if current is None or current.status == runner.RUNNING:
         return None
-    del st.session_state["sweep_job"]
-    if current.status == runner.DONE:
-        sweeps().setdefault(current.table, {})[current.key] = current.result
-    st.session_state["last_sweep"] = current
+    del st.session_state[session_key]
+    with _LOCK:
+        live = _live()
+        for where in [k for k, v in live.items() if v is current]:
+            del live[where]
+    st.session_state[last_key] = current
     return current
+
+
+def sweep_job() -> runner.SweepJob | None:
+    """The sweep in progress on this table (or ended but not yet collected), if any."""
+    return _job(SWEEP, "sweep_job")
+
+
+def start_sweep(new: runner.SweepJob, work: Callable) -> None:
+    _start(SWEEP, "sweep_job", new, work)
+    st.session_state.pop("last_sweep", None)
+
+
+def collect_sweep() -> runner.SweepJob | None:
+    """Forget an ended sweep (its rows are in the store); return it (None while it runs or
+    when there is none)."""
+    return _collect("sweep_job", "last_sweep")
 
 
 def last_sweep() -> runner.SweepJob | None:
@@ -247,26 +391,19 @@ def last_sweep() -> runner.SweepJob | None:
 
 
 def job() -> runner.Job | None:
-    """The run in progress (or finished but not yet collected), if any."""
-    return st.session_state.get("job")
+    """The run in progress on this table (or ended but not yet collected), if any."""
+    return _job(RUN, "job")
 
 
-def start_job(new: runner.Job) -> None:
-    st.session_state["job"] = new
+def start_job(new: runner.Job, work: Callable, ledger: Callable) -> None:
+    _start(RUN, "job", new, work, ledger=ledger)
     st.session_state.pop("last_job", None)  # an earlier failure or cancellation is old news
 
 
 def collect() -> runner.Job | None:
-    """Move a finished job's release into the runs and forget the job; return the job if it
-    ended (so the page can say how), None while it is still running or absent."""
-    current = job()
-    if current is None or current.status == runner.RUNNING:
-        return None
-    del st.session_state["job"]
-    if current.status == runner.DONE:
-        add_run(current.result)
-    st.session_state["last_job"] = current
-    return current
+    """Forget an ended run (its release is in the store); return the job if it ended (so
+    the page can say how), None while it is still running or absent."""
+    return _collect("job", "last_job")
 
 
 def last_job() -> runner.Job | None:
