@@ -15,6 +15,7 @@ st.title("Compare")
 st.warning("Everything on this page uses the real data: it is for your eyes, not part of the "
            "release.", icon=":material/visibility:")
 
+runs: dict[str, state.Run] = {}
 with state.guard("Reading the run store"):
     runs = {r.name: r for r in state.runs(ds)}
 if not runs:

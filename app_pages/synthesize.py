@@ -234,13 +234,13 @@ with st.expander("Composition explorer: what n selections may each spend"):
         st.info("Composition with δ = 0 leaves only basic composition: ε/n per step.")
 
 
-def work(run: runs.Run, table: str, private: pd.DataFrame, test: pd.DataFrame | None,
-         schema: Schema, ctx) -> None:
+def work(run: runs.Run, private: pd.DataFrame, test: pd.DataFrame | None, schema: Schema,
+         keep, ctx) -> None:
     """What the background thread runs (it never touches Streamlit): the run, recorded in
-    the run store with its release, and kept here with its measurements."""
+    the run store with its release, its record kept here with its measurements (``keep``)."""
     record = run(private, schema, test, ctx)
     if run.entry is not None:
-        state.keep(state.Run("", table, record, private, schema, run.entry.id))
+        keep(run.entry.id, record)
 
 
 def release_page(run: state.Run) -> str:
@@ -282,10 +282,9 @@ def start() -> bool:
         split_note = (f" {cls.share_param}={model.get_params()[cls.share_param]:g}"
                       if cls.share_param else "")
         seed_note = f" seed={seed}" if seed is not None else ""
-        name = (f"{ds.name}: {cls.title} ε={epsilon:g}{split_note}{seed_note} "
-                f"#{len(state.entries(ds)) + 1}")
+        name = f"{ds.name}: {cls.title} ε={epsilon:g}{split_note}{seed_note}"
         state.start_job(runner.Job(name, seed, epsilon),
-                        partial(work, planned, ds.name, private, test, schema),
+                        partial(work, planned, private, test, schema, state.keeper()),
                         ledger=lambda run=planned: run.spent)
         return True
     return False
@@ -359,8 +358,8 @@ def history() -> None:
     recorded = state.entries(ds)
     if not recorded:
         return
-    charges = state.account(ds).store.charges([e.charge for e in recorded
-                                               if e.charge is not None])
+    account = state.account(ds)
+    charges = account.store.charges(account.key)
     rows = []
     for number, entry in enumerate(recorded, 1):
         charge = charges.get(entry.charge)
@@ -398,9 +397,10 @@ if ended is not None and ended.status in (runner.CANCELLED, runner.FAILED):
             st.plotly_chart(ledger_chart(ended.spent), width="stretch", key="stopped-ledger")
             st.json(ended.spent, expanded=False)
 
+with state.guard("Listing the table's runs"):
+    history()
 finished: list[state.Run] = []
 with state.guard("Reading the run store"):
-    history()
     finished = state.runs(ds)
 if not finished:
     if state.job() is None:
@@ -418,11 +418,8 @@ c3.metric("rows", f"{len(record.synthetic):,}")
 c4.metric("seconds", f"{record.seconds:.1f}")
 st.plotly_chart(ledger_chart(record.ledger), width="stretch", key="ledger")
 st.markdown("**Release checklist** (read off the private table: for your eyes)")
-for check in record.checklist:
+for check in run.checklist:
     (st.warning if check.warn else st.caption)(f"{check.item}: {check.text}")
-if not record.checklist:
-    st.caption("Read back from the run store, which keeps no private table: the checklist "
-               "was shown when it ran.")
 st.markdown("**The release**: nothing in these files is read from the private table except "
             "through the mechanisms on the ledger.")
 # No download reruns the page (on_click="ignore"). A rerun starts by dropping the page's file

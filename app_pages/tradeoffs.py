@@ -107,13 +107,14 @@ def start() -> bool:
     with state.guard("Starting the sweep"):
         train, test = state.split(ds, ds.schema)
         job = runner.SweepJob(f"{ds.name}: sweep of {len(jobs)} runs", 0, max(epsilons),
-                              total=len(jobs))
+                              total=len(jobs), grid=key)
         rows = job.rows  # the thread appends here; the page reads it
         account, store = state.account(ds), state.store()  # the thread has no session
+        where = {"grid": key, "table": state.sweep_table(ds)}
         state.start_sweep(job, lambda ctx: sweep(
             jobs, train, test, ds.schema, delta,
             on_row=lambda done, total, row: rows.append(row), should_stop=ctx.should_stop,
-            account=account, store=store, described={"grid": key, "table": table_key}))
+            account=account, store=store, described=where))
         return True
     return False
 
@@ -121,6 +122,11 @@ def start() -> bool:
 ended = state.last_sweep()
 if ended is not None and ended.status == runner.FAILED:
     st.error(f"{ended.name} failed: {ended.error}. Earlier sweeps are kept.")
+if (ended is not None and ended.status == runner.DONE and ended.grid not in sweeps
+        and len(ended.result)):  # its record could not be kept: this session still shows it
+    st.warning("This sweep could not be kept in the run store (see the server's log): "
+               "download its table below before you leave.", icon=":material/warning:")
+    sweeps[ended.grid] = ended.result
 blocked = "a sweep is in progress" if state.sweep_job() is not None else problem
 plan = f"{table_key} {key}"
 if st.button("Run the sweep", type="primary", disabled=bool(blocked)):

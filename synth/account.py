@@ -215,13 +215,12 @@ class Store:
                 (key, float(epsilon), float(delta), RUNNING, what, time.time(),
                  unit.short)).lastrowid
 
-    def charges(self, ids: list[int]) -> dict[int, tuple[float, float, str]]:
-        """Charges' (ε, δ, status) as the account holds them now, by id (an unknown id is
-        left out): a run that died keeps its whole reservation."""
+    def charges(self, key: str) -> dict[int, tuple[float, float, str]]:
+        """A table's charges, (ε, δ, status) by id, as the account holds them now: a run that
+        died keeps its whole reservation."""
         with self._transaction() as db:
             return {row[0]: tuple(row[1:]) for row in db.execute(
-                f"SELECT id, epsilon, delta, status FROM charges WHERE id IN "
-                f"({', '.join('?' * len(ids))})", [int(i) for i in ids])}
+                "SELECT id, epsilon, delta, status FROM charges WHERE key = ?", (key,))}
 
     def settle(self, charge: int, epsilon: float, delta: float, status: str) -> None:
         """What the run spent, by its ledger; never more than it reserved. A run without a

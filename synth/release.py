@@ -21,6 +21,7 @@ import errno
 import fcntl
 import glob
 import hashlib
+import io
 import json
 import os
 import re
@@ -102,6 +103,22 @@ def csv_text(frame: pd.DataFrame) -> str:
         frame = pd.DataFrame({name: fixed.get(name, frame[name]) for name in frame.columns})
     return frame.to_csv(index=False, header=[_neutral(str(name)) for name in frame.columns],
                         lineterminator="\r\n")
+
+
+def read_csv_text(data: bytes) -> pd.DataFrame:
+    """A release's CSV read back as the table it was made from: :func:`csv_text`'s ``'``
+    before formula-like text cells and headers taken off again."""
+    frame = pd.read_csv(io.BytesIO(data))
+    frame.columns = [_plain(str(name)) for name in frame.columns]
+    for name in frame.columns:
+        if pd.api.types.is_string_dtype(frame[name]):  # object or str: text cells
+            frame[name] = frame[name].map(_plain)
+    return frame
+
+
+def _plain(value: Any) -> Any:
+    return value[1:] if isinstance(value, str) and formula_like(value[1:]) and (
+        value.startswith("'")) else value
 
 
 def distinct(paths: Mapping[str, Path]) -> None:

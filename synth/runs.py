@@ -10,7 +10,6 @@ hold-out rule: the measuring protocol's test sixth, never shown to the method.
 from __future__ import annotations
 
 import functools
-import io
 import json
 import logging
 import math
@@ -33,7 +32,14 @@ from synth.privacy.budget import Budget, default_delta, merge_shares
 from synth.privacy.mechanisms import fresh_rng
 from synth.privacy.unit import Population, PrivacyUnit, population
 from synth.protocol import cut_points, protocol_split
-from synth.release import CONFIGURATION, LEDGER, TABLE, Release, ReleaseWriter
+from synth.release import (
+    CONFIGURATION,
+    LEDGER,
+    TABLE,
+    Release,
+    ReleaseWriter,
+    read_csv_text,
+)
 from synth.runstore import CANCELLED, FAILED, RUN, RunEntry, RunStore, StoreError
 from synth.schema import Schema
 from synth.source import TableFile, read_whole, table_population
@@ -121,20 +127,20 @@ class RunRecord:
             files = {name: (entry.folder / name).read_bytes()
                      for name in (TABLE, LEDGER, CONFIGURATION)}
             ledger, configuration = (json.loads(files[name]) for name in (LEDGER, CONFIGURATION))
-            synthetic = pd.read_csv(io.BytesIO(files[TABLE]))
-        except (OSError, ValueError) as exc:
+            summary = entry.summary
+            record = cls(entry.method, configuration["params"], configuration["epsilon"],
+                         configuration["delta"], configuration["shares"],
+                         configuration["postprocessing_seed"], configuration["command"],
+                         Schema.from_dict(configuration["schema"]), ledger,
+                         read_csv_text(files[TABLE]), summary.get("seconds", math.nan),
+                         summary.get("fit_seconds", math.nan), scores=summary.get("scores", {}))
+        except (OSError, ValueError, KeyError, TypeError, SynthError) as exc:
             raise StoreError(f"run {entry.id}'s release cannot be read from "
-                             f"{str(entry.folder)!r} ({exc}); synth runs show "
-                             f"{entry.id} says what is recorded") from None
-        summary = entry.summary
-        record = cls(entry.method, configuration["params"], configuration["epsilon"],
-                     configuration["delta"], configuration["shares"],
-                     configuration["postprocessing_seed"], configuration["command"],
-                     Schema.from_dict(configuration["schema"]), ledger, synthetic,
-                     summary.get("seconds", math.nan), summary.get("fit_seconds", math.nan),
-                     scores=summary.get("scores", {}))
+                             f"{str(entry.folder)!r} ({type(exc).__name__}: {exc}); synth runs "
+                             f"show {entry.id} says what is recorded") from None
         # the release as written (a CSV read back and written again may differ in a digit)
-        record.__dict__["release"] = Release(synthetic, ledger, configuration, files[TABLE])
+        record.__dict__["release"] = Release(record.synthetic, ledger, configuration,
+                                             files[TABLE])
         return record
 
     def configuration(self) -> dict[str, Any]:
@@ -270,23 +276,30 @@ class Run:
         """Close the run's record: its release's files into its folder (a stopped run's
         ledger, if it spent), then its status and figures (``held_out``: whether utility was
         measured on held-out rows, so a comparison can split the table again). A store that
-        fails is logged, never the run's failure: the release is paid for."""
+        fails is never the run's failure (the release is paid for, and the caller holds it):
+        the record is closed as failed, saying why, or, if even that fails, logged."""
         if self.entry is None:
             return
         release = record.release if record is not None else self.stopped(exc)
         try:
-            if release is not None:
-                folder = self.entry.folder
-                writer = ReleaseWriter({name: folder / name for name in
-                                        (LEDGER, CONFIGURATION, TABLE)}, {}, 0)
-                try:
-                    writer.write(release)
-                finally:
-                    writer.abort()
+            try:
+                if release is not None:
+                    folder = self.entry.folder
+                    writer = ReleaseWriter({name: folder / name for name in
+                                            (LEDGER, CONFIGURATION, TABLE)}, {}, 0)
+                    try:
+                        writer.write(release)
+                    finally:
+                        writer.abort()
+            except SynthError as failed:
+                self.store.stop(self.entry.id, FAILED, f"its files could not be kept: {failed}")
+                return
             if record is not None:
+                fidelity = record.fidelity
                 self.store.finish(self.entry.id, {
-                    **record.figures(), "scores": record.scores, "held_out": held_out,
-                    "epsilon_spent": record.ledger["total_epsilon"],
+                    "rows": len(record.synthetic), "scores": record.scores,
+                    "tvd1": fidelity and fidelity.tvd1, "tvd2": fidelity and fidelity.tvd2,
+                    "held_out": held_out, "epsilon_spent": record.ledger["total_epsilon"],
                     "delta_spent": record.ledger["total_delta"], "seconds": record.seconds,
                     "fit_seconds": record.fit_seconds})
             else:

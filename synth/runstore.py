@@ -158,11 +158,13 @@ class RunStore:
         """End a run that made its release, with its figures for listing."""
         return self._move(id, FINISHED, "", summary or {})
 
-    def stop(self, id: str, status: str, error: str = "") -> RunEntry:
-        """End a run as cancelled or failed (``error``: the failure's one line)."""
+    def stop(self, id: str, status: str, error: str = "", summary: dict | None = None
+             ) -> RunEntry:
+        """End a run as cancelled or failed (``error``: the failure's one line), with what
+        figures it has (a cancelled sweep's rows)."""
         if status not in (CANCELLED, FAILED):
             raise StoreError(f"a run stops as {CANCELLED!r} or {FAILED!r}, not {status!r}")
-        return self._move(id, status, error, {})
+        return self._move(id, status, error, summary or {})
 
     def _move(self, id: str, status: str, error: str, summary: dict) -> RunEntry:
         """RUNNING (or DIED: stored as running) to ``status``, once: an end is not rewritten."""

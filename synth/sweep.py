@@ -198,11 +198,15 @@ def sweep(jobs: Sequence[Job], train: pd.DataFrame | TableFile, test: pd.DataFra
                 if should_stop is not None and should_stop():
                     break
     except BaseException as exc:
-        _end(store, entry, None, exc)
+        _end(store, entry, _table(rows), exc)
         raise
-    table = pd.DataFrame([rows[i] for i in sorted(rows)], columns=list(COLUMNS))
+    table = _table(rows)
     _end(store, entry, table, None, len(rows) < len(jobs))
     return table
+
+
+def _table(rows: dict[int, dict[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame([rows[i] for i in sorted(rows)], columns=list(COLUMNS))
 
 
 def _start(store: RunStore | None, account: TableAccount | None, jobs: Sequence[Job],
@@ -218,26 +222,27 @@ def _start(store: RunStore | None, account: TableAccount | None, jobs: Sequence[
                         "seeds": len({job.seed for job in jobs}), **(described or {})})
 
 
-def _end(store: RunStore | None, entry: RunEntry | None, table: pd.DataFrame | None,
+def _end(store: RunStore | None, entry: RunEntry | None, table: pd.DataFrame,
          exc: BaseException | None, stopped: bool = False) -> None:
-    """Close the sweep's record: its rows into its folder, then its status. A store that
-    fails is logged, never the sweep's failure: its runs are paid for."""
+    """Close the sweep's record: the rows that finished into its folder, then its status
+    (finished; cancelled, by a stop or an interrupt; failed). A store that fails is never
+    the sweep's failure (its runs are paid for): the record says so, or it is logged."""
     if store is None or entry is None:
         return
+    summary = {"rows": len(table), "failed": int(table["error"].notna().sum())}
     try:
-        if table is not None:
+        try:
             write_file(entry.folder / TABLE, lambda path: table.to_csv(path, index=False),
                        "the sweep's record")
-            summary = {"rows": len(table), "failed": int(table["error"].notna().sum())}
-            if stopped:
-                store.update(entry.id, summary)
-                store.stop(entry.id, CANCELLED)
-            else:
-                store.finish(entry.id, summary)
+        except SynthError as failed:
+            store.stop(entry.id, FAILED, f"its rows could not be kept: {failed}", summary)
+            return
+        if exc is None and not stopped:
+            store.finish(entry.id, summary)
+        elif exc is None or isinstance(exc, KeyboardInterrupt):
+            store.stop(entry.id, CANCELLED, "", summary)
         else:
-            cancelled = isinstance(exc, KeyboardInterrupt)
-            store.stop(entry.id, CANCELLED if cancelled else FAILED,
-                       "" if cancelled else f"{type(exc).__name__}: {exc}")
+            store.stop(entry.id, FAILED, f"{type(exc).__name__}: {exc}", summary)
     except Exception:
         log.exception("recording sweep %s in the run store failed", entry.id)
 

@@ -19,7 +19,15 @@ from synth.methods.gsd.method import (
     selection_event,
 )
 from synth.methods.gsd.projection import loss_of, project
-from synth.methods.gsd.queries import BOUND_ATOM, QUERY_CLASSES, Prefixes, Space, build, plan_size
+from synth.methods.gsd.queries import (
+    BOUND_ATOM,
+    QUERY_CLASSES,
+    Prefixes,
+    Space,
+    build,
+    narrowest,
+    plan_size,
+)
 from synth.privacy.audit import epsilon_lower_bound, event_counts
 from synth.privacy.budget import Budget
 from synth.privacy.events import Exponential, Gaussian
@@ -97,6 +105,40 @@ def test_plan_size_counts_what_build_makes(small):
     for name in QUERY_CLASSES:
         (q,) = build(space, [name], np.random.default_rng(0), levels=3, random_queries=50)
         assert plan_size(kinds, [name], 3, 50) == (len(q), q.sensitivity.max()), name
+
+
+def test_narrowest_bounds_what_build_makes_from_below(small):
+    """The plan refuses drowned noise from the column kinds alone: its Δ₂ must never be
+    above the quietest workload's, or it would refuse a run that could measure something."""
+    space = Space(small[1])
+    kinds = [c.kind == "categorical" for c in small[1]]
+    for levels in (1, 3, 5):
+        for name in QUERY_CLASSES:
+            for seed in range(3):
+                (q,) = build(space, [name], np.random.default_rng(seed), levels=levels,
+                             random_queries=50)
+                assert narrowest(kinds, [name], levels) <= q.sensitivity.min() + 1e-12, name
+
+
+def test_the_plan_refuses_noise_over_every_answers_range_as_the_fit_does(small):
+    """Issue 34: a GSD run whose quietest measurement's σ exceeds [0, 1] is refused by the
+    plan, from the public row count, before Run; the fit refuses it in the same words."""
+    from synth.plan import plan
+    from synth.privacy.unit import Population, PrivacyUnit
+
+    frame, schema = small
+    tiny = frame.head(40)
+    model = make("gsd", {"max_generations": 50})
+    for eps in (0.01, 0.05, 1.0):
+        budget = model.budget_for(Budget(eps, 1e-5), schema)
+        planned = plan(model, Population.of(len(tiny), PrivacyUnit()), schema, budget)
+        try:
+            make("gsd", {"max_generations": 50}).fit(tiny, schema, Budget(eps, 1e-5))
+            refused = ""
+        except BudgetError as exc:
+            refused = str(exc)
+        assert [str(r) for r in planned.refusals] == ([refused] if refused else []), eps
+        assert ("too small to measure anything" in refused) == (eps < 0.1)
 
 
 def test_preview_needs_no_domains(small):

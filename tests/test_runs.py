@@ -188,3 +188,39 @@ def test_a_stored_run_reads_back_as_its_release_byte_for_byte(sample, tmp_path):
     store.delete(entry.id)  # its files gone: a one-line refusal naming the run
     with pytest.raises(SynthError, match=f"run {entry.id}'s release cannot be read"):
         RunRecord.read(store.get(entry.id))
+
+
+def test_a_run_whose_files_cannot_be_kept_is_recorded_as_failed(sample, tmp_path, monkeypatch):
+    """A store that cannot keep a paid-for release never fails the run (its caller holds the
+    release) and never leaves the record running: it is closed as failed, saying why."""
+    import synth.release as release
+    from synth.account import Store, TableAccount
+    from synth.runstore import FAILED, RunStore
+
+    def lost(point: str) -> None:
+        raise SynthError(f"the disk went away ({point})")
+
+    monkeypatch.setattr(release, "fault", lost)
+    table, schema = sample
+    store = RunStore(tmp_path / "runs.sqlite")
+    account = TableAccount.of(table, "t", Store(tmp_path / "account.sqlite"))
+    record = Run("independent", schema, 1.0, 1e-5, account=account, store=store)(
+        table, schema, measure=False)
+    (entry,) = store.list()
+    assert entry.status == FAILED and "its files could not be kept" in entry.error
+    assert len(record.synthetic) == len(table) and account.usage().running == 0
+
+
+def test_a_release_csv_reads_back_as_the_table_it_was_made_from():
+    """csv_text guards formula-like text with a ' in front; reading a stored release back
+    takes it off again, so Compare and the reports see the released values."""
+    import pandas as pd
+
+    from synth.release import csv_text, read_csv_text
+
+    frame = pd.DataFrame({"=name": ["=1+1", "+x", "@a", "-b", "plain", "'quoted"],
+                          "n": [-1.5, 2.0, 3.0, -4.0, 5.0, 6.0]})
+    back = read_csv_text(csv_text(frame).encode())
+    assert list(back.columns) == ["=name", "n"]
+    assert back["=name"].tolist() == frame["=name"].tolist()
+    assert back["n"].tolist() == frame["n"].tolist()

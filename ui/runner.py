@@ -110,3 +110,4 @@ class SweepJob(Job):
 
     rows: list[dict] = field(default_factory=list)
     total: int = 0
+    grid: str = ""  # what it runs, as the page keys its sweeps

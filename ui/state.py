@@ -9,7 +9,6 @@ is looking at: the table, its choices, and the job it watches.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import hashlib
 import json
@@ -23,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import streamlit as st
 
-from synth.account import Store, TableAccount
+from synth.account import Store, TableAccount, home
+from synth.checklist import Check, release_checklist
 from synth.data import fingerprint, load_sample
 from synth.errors import SynthError
 from synth.methods import METHODS
@@ -73,11 +73,10 @@ class Dataset:
 
 @dataclass(frozen=True)
 class Run:
-    """A finished synthesis of a table: made by this server, or read back from the run store
-    (its release as written, its figures as measured)."""
+    """A finished synthesis of the open table, as this session compares it: its record (made
+    by this server, or read back from the run store) and the table's rows it came from."""
 
     name: str  # starts with the table's name
-    table: str  # the name of the table it was synthesized from
     record: RunRecord  # the release, its configuration and the steward's measurements
     real: pd.DataFrame  # the rows it was synthesized from: for comparisons, never released
     schema: Schema  # the working schema of the run (may hold data-derived domains)
@@ -93,9 +92,20 @@ class Run:
 
         try:
             return marginal_tvd(self.real, self.record.synthetic, self.record.schema)
-        except (SynthError, KeyError, ValueError):
-            log.warning("run %s: its fidelity cannot be measured again", self.id)
+        except Exception:  # a figure for the steward: never the page's failure
+            log.warning("run %s: its fidelity cannot be measured again", self.id,
+                        exc_info=True)
             return None
+
+    @functools.cached_property
+    def checklist(self) -> list[Check]:
+        """The release checklist: made when it ran, or again on the table now open."""
+        if self.record.checklist:
+            return self.record.checklist
+        try:
+            return release_checklist(self.real, self.record.synthetic, self.record.schema)
+        except Exception as exc:
+            return [Check("checklist", f"could not be made again: {exc}", warn=True)]
 
 
 @st.cache_data(show_spinner=False)
@@ -189,9 +199,16 @@ def entries(ds: Dataset | None = None, kind: str = RUN) -> list[RunEntry]:
 
 @st.cache_resource
 def _kept() -> dict[str, Any]:
-    """What this server has made or read back, by run id: a run's :class:`Run` (with its
-    measurements), a sweep's rows. The store is the truth; this spares reading it again."""
+    """What this server has made or read back, by run id: a run's :class:`RunRecord` (with
+    its measurements: figures, never rows of the private table), a sweep's rows. The store
+    is the truth; this spares reading it again."""
     return {}
+
+
+def keeper() -> Callable[[str, RunRecord], None]:
+    """What a background run calls to keep its record here (it has no session, and must not
+    touch Streamlit): take it on the page's thread."""
+    return _kept().__setitem__
 
 
 def run_name(entry: RunEntry, number: int) -> str:
@@ -208,48 +225,36 @@ def run_name(entry: RunEntry, number: int) -> str:
 
 def runs(ds: Dataset | None = None) -> list[Run]:
     """The table's finished runs, oldest first, from the run store: a reload, a new tab or
-    a server restart finds them all. One whose files are gone is left out (logged)."""
+    a server restart finds them all. Each is compared with this session's rows of the table
+    (kept for the session); one that cannot be read back is left out (logged)."""
     ds = ds or dataset()
-    kept, found = _kept(), []
+    kept, seen = _kept(), st.session_state.setdefault("listed", {})
+    found = []
     for number, entry in enumerate(entries(ds), 1):
         if entry.status != FINISHED or entry.deleted:
             continue
-        run = kept.get(entry.id)
-        if run is None or not run.name:
+        where = (entry.id, ds.read_as, ds.unit.column)  # the rows it is compared with
+        if where not in seen:
             try:
-                run = _named(run, entry, number, ds)
-            except SynthError as exc:
-                log.warning("run %s left out: %s", entry.id, exc)
+                record = kept.get(entry.id) or RunRecord.read(entry)
+            except Exception:
+                log.warning("run %s left out", entry.id, exc_info=True)
                 continue
-            kept[entry.id] = run
-        found.append(run)
+            kept[entry.id] = record
+            real = split(ds, record.schema, entry.summary.get("held_out", False))[0]
+            seen[where] = Run(run_name(entry, number), record, real, record.schema, entry.id)
+        found.append(seen[where])
     return found
 
 
-def _named(made: Run | None, entry: RunEntry, number: int, ds: Dataset) -> Run:
-    """A run made here (named now), or read back from the store, compared with the open
-    table split as it was (the protocol split, or whole)."""
-    name = run_name(entry, number)
-    if made is not None:
-        return dataclasses.replace(made, name=name)
-    record = RunRecord.read(entry)
-    real = split(ds, record.schema, entry.summary.get("held_out", False))[0]
-    return Run(name, ds.name, record, real, record.schema, entry.id)
-
-
-def keep(run: Run) -> None:
-    """Keep a run made here with its measurements, so its listing need not read it back."""
-    _kept()[run.id] = run
-
-
 def sweeps(ds: Dataset) -> dict[str, pd.DataFrame]:
-    """The table's recorded sweeps with rows (finished, or cancelled with some done), by the
+    """The table's recorded sweeps with rows (finished, or stopped with some done), by the
     grid they ran, oldest first; only those of this table as it is now (its rows in order
-    and its schema: :func:`table_key`)."""
-    kept, found, key = _kept(), {}, table_key(ds)
+    and its schema: :func:`sweep_table`)."""
+    kept, found, key = _kept(), {}, sweep_table(ds)
     for entry in entries(ds, SWEEP):
         if (entry.status not in (FINISHED, CANCELLED) or entry.deleted
-                or entry.configuration.get("table") != key):
+                or not entry.summary.get("rows") or entry.configuration.get("table") != key):
             continue
         if entry.id not in kept:
             try:
@@ -259,6 +264,12 @@ def sweeps(ds: Dataset) -> dict[str, pd.DataFrame]:
                 continue
         found[entry.configuration.get("grid", entry.id)] = kept[entry.id]
     return found
+
+
+def sweep_table(ds: Dataset) -> str:
+    """Where a sweep belongs, as recorded: :func:`table_key` under the account's secret (a
+    bare hash of the rows would be a fingerprint anyone could test a guess against)."""
+    return account(ds).store.key(table_key(ds))
 
 
 def first_time(what: str, token: Any) -> bool:
@@ -318,19 +329,25 @@ def answered() -> None:
 
 
 @st.cache_resource
-def _live() -> dict[tuple[str, str], runner.Job]:
+def _live() -> dict[tuple[str, str, str], runner.Job]:
     """The runs and sweeps in progress on this server (or ended, not yet seen), by kind and
-    table (its account key): a reloaded page or a new tab on the same table finds its job
-    here, with its live view and Cancel. One of each kind per table at a time."""
+    table (SYNTH_HOME and its fingerprint): a reloaded page or a new tab on the table finds
+    its job here, with its live view and Cancel. One of each kind per table at a time."""
     return {}
 
 
+def _where(kind: str) -> tuple[str, str, str]:
+    """The open table's place in the registry: no file is read (the page asks every second)."""
+    return kind, str(home()), dataset().read_as
+
+
 def _job(kind: str, session_key: str) -> runner.Job | None:
-    """The job this session watches; none yet, the table's live one, which it then watches
-    (a reload, or a new tab)."""
+    """The job this session watches (it may be another table's, if the table was switched
+    while it ran); none yet, the open table's live one, which it then watches (a reload, or
+    a new tab)."""
     current = st.session_state.get(session_key)
     if current is None:
-        current = _live().get((kind, account(dataset()).key))
+        current = _live().get(_where(kind))
         if current is not None:
             st.session_state[session_key] = current
     return current
@@ -339,7 +356,7 @@ def _job(kind: str, session_key: str) -> runner.Job | None:
 def _start(kind: str, session_key: str, new: runner.Job, work: Callable, **how: Any) -> None:
     """Register ``new`` as the table's live job of ``kind``, then start it: refused if
     another is running on this table (in another tab, say)."""
-    where = (kind, account(dataset()).key)
+    where = _where(kind)
     with _LOCK:
         other = _live().get(where)
         if other is not None and other.status == runner.RUNNING:
@@ -370,7 +387,7 @@ def _collect(session_key: str, last_key: str) -> runner.Job | None:
 
 
 def sweep_job() -> runner.SweepJob | None:
-    """The sweep in progress on this table (or ended but not yet collected), if any."""
+    """The sweep this session watches (or ended but not yet collected), if any."""
     return _job(SWEEP, "sweep_job")
 
 
@@ -391,7 +408,7 @@ def last_sweep() -> runner.SweepJob | None:
 
 
 def job() -> runner.Job | None:
-    """The run in progress on this table (or ended but not yet collected), if any."""
+    """The run this session watches (or ended but not yet collected), if any."""
     return _job(RUN, "job")
 
 

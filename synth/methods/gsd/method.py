@@ -37,6 +37,7 @@ from synth.methods.gsd.queries import (
     Space,
     Workloads,
     build,
+    narrowest,
     parse_classes,
     plan_size,
 )
@@ -185,8 +186,12 @@ class GSD(Synthesizer):
         w, widest = plan_size([c.kind == CATEGORICAL for c in schema],
                               parse_classes(self.queries), int(self.levels),
                               int(self.random_queries))
-        rounds, s, rho = self._plan(population, *budget.allowance(QUERIES), w, widest)
+        eps, delta = budget.allowance(QUERIES)
+        rounds, s, rho = self._plan(population, eps, delta, w, widest)
         n, k = population.rows, population.max_rows
+        categorical = [c.kind == CATEGORICAL for c in schema]
+        check_audible(narrowest(categorical, parse_classes(self.queries), int(self.levels)) * k / n
+                / math.sqrt(2 * rho), eps, rounds)
         measure = Charge(QUERIES, measurement_event(widest * k / n, rho), exact=False)
         if self.one_shot:
             return [measure] * w
@@ -265,12 +270,7 @@ class GSD(Synthesizer):
                                                  float(sens.max(initial=0.0)))
         n, k = population.rows, population.max_rows
         sens = sens * k / n
-        sigma = sens / math.sqrt(2 * rho_call)
-        if sigma.min() >= 1:
-            raise BudgetError(f"ε = {eps:.3g} is too small to measure anything: the Gaussian "
-                              f"noise (σ ≥ {sigma.min():.3g}) exceeds the whole range [0, 1] of "
-                              "an answer. Raise ε" + (" or use fewer rounds" if rounds > 1
-                                                       else ""))
+        check_audible(float((sens / math.sqrt(2 * rho_call)).min(initial=math.inf)), eps, rounds)
         return _Rounds(classes, first, n, k, rounds, per_round, rho_call, sens,
                        targets=[np.zeros(q.size) for q in classes],
                        weights=[np.zeros(q.size) for q in classes])
@@ -349,6 +349,16 @@ class _Rounds:
     def label(self, w: int) -> str:
         k, local = _locate(self.first, w)
         return f"{self.classes[k].kind}: {self.classes[k].labels[local]}"
+
+
+def check_audible(sigma: float, epsilon: float, rounds: int) -> None:
+    """Refuse a run whose quietest measurement's noise (``sigma``, in fractions of the rows)
+    exceeds an answer's whole range [0, 1]: it could measure nothing. The plan asks with the
+    public row count, the fit again with the one it uses (n̂ under a privacy unit)."""
+    if sigma >= 1:
+        raise BudgetError(f"ε = {epsilon:.3g} is too small to measure anything: the Gaussian "
+                          f"noise (σ ≥ {sigma:.3g}) exceeds the whole range [0, 1] of an "
+                          "answer. Raise ε" + (" or use fewer rounds" if rounds > 1 else ""))
 
 
 def plan(population: Population, epsilon: float, delta: float, workloads: int,

@@ -471,6 +471,24 @@ def plan_size(categorical: Sequence[bool], classes: Sequence[str], levels: int =
     return count, worst
 
 
+def narrowest(categorical: Sequence[bool], classes: Sequence[str], levels: int = 5) -> float:
+    """A lower bound on the smallest Δ₂ of the workloads :func:`build` gives, from the column
+    kinds alone: categorical marginals √2, range marginals √(2·levels), a random query at
+    least 1. If even its noise drowns an answer, every workload's does."""
+    d, c = len(categorical), sum(map(bool, categorical))
+    smallest = math.inf
+    for name in classes:
+        if name in ("cat2", "cat3"):
+            if math.comb(c, int(name[-1])):
+                smallest = min(smallest, math.sqrt(2))
+        elif name == "bt":
+            if math.comb(d, 2) > math.comb(c, 2):
+                smallest = min(smallest, math.sqrt(2 * levels))
+        else:
+            smallest = min(smallest, 1.0)
+    return smallest
+
+
 def build(space: Space, classes: Sequence[str], rng: np.random.Generator, levels: int = 5,
           random_queries: int = 10_000) -> list[Workloads]:
     """The query classes named, over every eligible column tuple of ``space``."""
