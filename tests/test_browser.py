@@ -487,12 +487,12 @@ def test_the_account_outlives_the_server_and_choices_outlive_navigation(tmp_path
         assert re.search(r"ε = [\d.]+ of its limit 3 remains", after_run), after_run
 
 
-def test_a_run_outlives_a_reload_and_runs_and_sweeps_a_server_restart(tmp_path):
+def test_a_run_outlives_a_reload_and_runs_and_sweeps_a_server_restart(tmp_path, request):
     """Issue 34's walk: a DP-GAN run keeps training through a reload of its page, which finds
     it live and watches it finish; after a server restart every run and the sweep are there,
     and Compare draws two stored runs against the table, read anew."""
     env = {**os.environ, "SYNTH_HOME": str(tmp_path / "home")}
-    with app_server(env) as (url, _), browsing(url) as page:
+    with app_server(env) as (url, _), browsing(url, request) as page:
         page.get_by_text("census demo (bundled sample): 5,000 rows", exact=True).wait_for()
         page.get_by_role("link", name="Synthesize").click()
         page.get_by_role("button", name="Run", exact=True).click()
@@ -502,7 +502,7 @@ def test_a_run_outlives_a_reload_and_runs_and_sweeps_a_server_restart(tmp_path):
         page.get_by_test_id("stMain").get_by_test_id("stSelectbox").first.click()
         page.get_by_role("option", name="DP-GAN").click()
         epochs = page.get_by_label("Training epochs", exact=True)
-        epochs.fill("3")
+        epochs.fill("30")  # long enough to be running still when the reloaded page asks
         epochs.press("Enter")
         page.get_by_role("button", name="Run", exact=True).click()
         page.get_by_role("button", name="Spend and run").click()
@@ -528,7 +528,7 @@ def test_a_run_outlives_a_reload_and_runs_and_sweeps_a_server_restart(tmp_path):
         page.get_by_role("button", name="Run the sweep").click()
         page.get_by_role("button", name="Spend and run").click()
         wait_while_progressing(page, page.get_by_text("5 runs", exact=True), "the sweep")
-    with app_server(env) as (url, _), browsing(url) as page:  # the server restarted
+    with app_server(env) as (url, _), browsing(url, request) as page:  # the server restarted
         page.get_by_text("2 finished runs of this table").wait_for()
         page.get_by_role("link", name="Synthesize").click()
         page.get_by_text(f"Release: {SAMPLE}: DP-GAN ε=1 #2").wait_for()
