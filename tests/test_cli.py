@@ -406,14 +406,18 @@ def test_every_run_is_in_the_run_store_with_its_release(tmp_path):
     refused = cli("run", table, "--schema", schema, "--method", "gsd", "--epsilon", 1,
                   "--delta", 0, "--out", tmp_path / "x.csv", "--ledger", tmp_path / "x.json")
     assert refused.returncode == 2  # refused by its plan: nothing ran, nothing recorded
-    failed = cli("run", table, "--schema", schema, "--method", "gsd", "--epsilon", 1e-4,
-                 "--set", "rounds=1", "--out", tmp_path / "x.csv", "--ledger",
-                 tmp_path / "x.json", "--quiet")
-    assert failed.returncode == 2  # it ran, and failed before its first charge
+    declared = json.loads(Path(schema).read_text())  # a category the table holds left out:
+    for column in declared["columns"]:  # a failure only the data shows, after the plan
+        if column["name"] == "race":
+            column["categories"].remove("Other")
+    (tmp_path / "wrong.json").write_text(json.dumps(declared))
+    failed = cli("run", table, "--schema", tmp_path / "wrong.json", "--method", "independent",
+                 "--epsilon", 1, "--out", tmp_path / "x.csv", "--ledger", tmp_path / "x.json",
+                 "--quiet")
+    assert failed.returncode == 2  # it ran, and failed on the data
     listed = cli("runs").stdout.splitlines()
     assert len(listed) == 2 and " failed " in listed[0] and " finished " in listed[1]
-    assert "too small to measure" in json.loads(cli("runs", "show", listed[0].split()[0]
-                                                    ).stdout)["error"]
+    assert "'race'" in json.loads(cli("runs", "show", listed[0].split()[0]).stdout)["error"]
     run_id = listed[1].split()[0]
     shown = json.loads(cli("runs", "show", run_id[:-1]).stdout)  # a unique prefix will do
     assert shown["status"] == "finished" and shown["charge"] is not None
