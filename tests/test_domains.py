@@ -52,9 +52,19 @@ def test_bounds_contain_the_bulk_within_a_factor_of_two():
 
 
 def test_bounds_refuse_when_no_bin_can_clear_the_threshold():
-    with pytest.raises(BudgetError, match="column 'age': too few rows"):
-        dp_bounds(np.arange(20.0), 0.01, "age")
+    """20 rows cannot clear τ > 20 at ε = 0.01: the only way through is a spurious bin, which
+    the threshold allows with probability at most β = 1% (the noise is fresh, so one call
+    failed about 1 time in 130). Over 200 calls, 11 or more spurious passes has probability
+    about 1e-6."""
     assert bounds_threshold(0.01) > 20
+    refused = 0
+    for _ in range(200):
+        try:
+            dp_bounds(np.arange(20.0), 0.01, "age")
+        except BudgetError as exc:
+            assert "column 'age': too few rows" in str(exc)
+            refused += 1
+    assert refused >= 190
 
 
 def test_learn_domains_spends_the_domain_share_and_marks_columns_learned():
