@@ -175,11 +175,18 @@ class Run:
             self.model.default_shares(schema, unit), dict(shares or {})), unit), schema)
         self.postprocessing_seed = postprocessing_seed
         # what a run on the given population would refuse or risk: the page shows it
+        self._planned: tuple[Population, Schema, Plan] | None = None
         self.plan = None if rows is None else self.plan_for(Population.of(rows, unit), schema)
 
     def plan_for(self, population: Population, schema: Schema) -> Plan:
-        """The run's :class:`~synth.plan.Plan` on ``population`` (public facts only)."""
-        return plan(self.model, population, schema, self.budget)
+        """The run's :class:`~synth.plan.Plan` on ``population`` (public facts only), worked
+        out once for the population and schema it was last asked for (the page shows it,
+        then the run checks it)."""
+        kept = self._planned
+        if kept is None or kept[0] != population or kept[1] is not schema:
+            kept = self._planned = (population, schema,
+                                    plan(self.model, population, schema, self.budget))
+        return kept[2]
 
     @property
     def command(self) -> str:
@@ -202,11 +209,15 @@ class Run:
         how = ("cancelled" if isinstance(exc, Cancelled | KeyboardInterrupt) else
                f"failed: {exc}" if isinstance(exc, SynthError) else
                f"failed: {type(exc).__name__}: {exc}")
-        # releasable: the command names no file of yours (DATA.csv, schema.json stand in)
-        return Release.stopped(ledger, {
-            "method": self.method, "params": self.model.check_params(), "epsilon":
-            self.budget.epsilon, "delta": self.budget.delta, "shares": dict(self.budget.shares),
-            "postprocessing_seed": self.postprocessing_seed, "command": self.command}, how)
+        return Release.stopped(ledger, self._asked(), how)
+
+    def _asked(self) -> dict[str, Any]:
+        """The configuration as asked (a finished run's adds the released schema): releasable,
+        its command names no file of yours (DATA.csv, schema.json stand in)."""
+        return {"method": self.method, "params": self.model.check_params(),
+                "epsilon": self.budget.epsilon, "delta": self.budget.delta,
+                "shares": dict(self.budget.shares),
+                "postprocessing_seed": self.postprocessing_seed, "command": self.command}
 
     def __call__(self, table: pd.DataFrame | TableFile, schema: Schema,
                  test: pd.DataFrame | None = None, ctx: FitContext | None = None,
@@ -266,10 +277,7 @@ class Run:
             return
         self.entry = self.store.start(
             RUN, self.account.key, self.account.name, self.method, self.budget.epsilon,
-            self.budget.delta, {"method": self.method, "params": self.model.check_params(),
-                                "shares": dict(self.budget.shares), "command": self.command,
-                                "postprocessing_seed": self.postprocessing_seed,
-                                "seconds_planned": planned.seconds}, charge)
+            self.budget.delta, {**self._asked(), "seconds_planned": planned.seconds}, charge)
 
     def _recorded(self, exc: BaseException | None, record: RunRecord | None = None,
                   held_out: bool = False) -> None:

@@ -178,14 +178,6 @@ class RunStore:
                                         _dumps({**entry.summary, **summary}), entry.id))
             return self._find(db, entry.id)
 
-    def update(self, id: str, summary: dict) -> RunEntry:
-        """Merge figures into a run's summary (some are measured after it ends)."""
-        with self._transaction() as db:
-            entry = self._find(db, id)
-            db.execute("UPDATE runs SET summary = ? WHERE id = ?",
-                       (_dumps({**entry.summary, **summary}), entry.id))
-            return self._find(db, entry.id)
-
     def get(self, id: str) -> RunEntry:
         """The run with this id, or with this unique prefix of one."""
         with self._transaction(write=False) as db:

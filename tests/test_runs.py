@@ -224,3 +224,17 @@ def test_a_release_csv_reads_back_as_the_table_it_was_made_from():
     assert list(back.columns) == ["=name", "n"]
     assert back["=name"].tolist() == frame["=name"].tolist()
     assert back["n"].tolist() == frame["n"].tolist()
+
+
+def test_a_run_checks_the_plan_it_showed(sample):
+    """The plan shown before Run is the one the run checks (worked out once), and another
+    population gets a plan of its own."""
+    from synth.privacy.unit import Population, PrivacyUnit
+    from synth.source import table_population
+
+    table, schema = sample
+    configured = Run("independent", schema, 1.0, 1e-5, rows=len(table))
+    shown = configured.plan
+    assert configured.plan_for(table_population(table, PrivacyUnit()), schema) is shown
+    other = configured.plan_for(Population.of(len(table) // 2, PrivacyUnit()), schema)
+    assert other is not shown and other.charges == shown.charges

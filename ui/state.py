@@ -187,8 +187,14 @@ def set_base(schema: Schema, fresh_choices: bool = False) -> None:
 
 
 def store() -> RunStore:
-    """The run store under SYNTH_HOME (the privacy account's folder)."""
-    return RunStore()
+    """The run store under SYNTH_HOME (the privacy account's folder), opened (and its file
+    migrated) once per server and SYNTH_HOME, not on every rerun."""
+    return _store(str(home() / "runs.sqlite"))
+
+
+@st.cache_resource(show_spinner=False)
+def _store(path: str) -> RunStore:
+    return RunStore(path)
 
 
 def entries(ds: Dataset | None = None, kind: str = RUN) -> list[RunEntry]:
