@@ -32,10 +32,11 @@ from pathlib import Path
 import numpy as np
 
 from synth.data import read_table
+from synth.encoding import Space
 from synth.methods import FitContext, parse_settings
 from synth.methods.gsd.method import QUERIES
 from synth.methods.gsd.projection import project
-from synth.methods.gsd.queries import Space, build
+from synth.methods.gsd.queries import build
 from synth.privacy.mechanisms import replayable_noise
 from synth.protocol import adult_schema, protocol_split
 from synth.runs import Run

@@ -125,8 +125,11 @@ def cmd_schema_confirm(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    table = open_table(args.data, args.max_bytes, args.encoding)
-    if isinstance(table, TableFile):
+    table = open_table(args.data, args.max_bytes, args.encoding, args.scheduler)
+    if args.scheduler:
+        print(f"counting {table.name} on the Dask cluster at {args.scheduler}",
+              file=sys.stderr)
+    elif isinstance(table, TableFile):
         print(f"reading {table.name} ({table.kind}, {human_bytes(table.size)}) where it lies, "
               f"{table.chunk_rows:,} rows at a time: over --max-bytes, it is not loaded whole "
               "(a method that needs every row still loads its columns)", file=sys.stderr)
@@ -520,6 +523,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, required=True)
     run.add_argument("--ledger", type=Path, required=True)
     run.add_argument("--quiet", action="store_true", help="no progress bars")
+    run.add_argument("--scheduler", metavar="ADDRESS",
+                     help="a Dask scheduler (tcp://host:8786) whose workers count a Parquet "
+                          "table where it lies, at the same path, for the methods that only "
+                          "count (independent, gsd, mst, aim)")
     run.set_defaults(func=cmd_run)
 
     ev = sub.add_parser("evaluate", help="utility and fidelity of a synthetic table (JSON)")

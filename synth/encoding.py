@@ -5,55 +5,88 @@ bins over the column's bounds. Integer columns can be binned so that point masse
 exactly: one code per integer when the range is small (an age, 40 hours a week), and one-value
 bins at both bounds otherwise (a capital gain of 0, a top-coded 99,999).
 
-:func:`cell_index` and :func:`marginal` are the one marginal primitive: every method and
-measure that counts codes by a tuple of columns goes through them.
+:class:`Space` keeps numbers as numbers: a categorical column holds its code and a numeric
+column its value scaled to [0, 1] over the public bounds. Private-GSD searches there, and
+DP-Select's measure engine weighs its pool there; only the queries
+(:class:`synth.marginals.Marginals`) look at numbers through intervals.
+
+Counting codes by a tuple of columns is :mod:`synth.marginals`' job.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from synth.errors import SchemaError
+from synth.errors import ParameterError, SchemaError
 from synth.schema import CATEGORICAL, MISSING, Column, Schema
 
-
-def cell_index(codes: np.ndarray, sizes: np.ndarray, columns: Sequence[int] | None = None
-               ) -> np.ndarray:
-    """Row-major cell of each row in the marginal over ``columns`` (all columns if None).
-
-    ``codes`` is (..., d) integer codes and ``sizes`` the codes per column, (d,) or any shape
-    that broadcasts against ``codes`` (one marginal per leading index, as GSD's slots). The
-    result, int64 of shape ``codes.shape[:-1]``, is exact: c_1·s_2·…·s_k + … + c_k.
-    """
-    codes, sizes = np.asarray(codes), np.asarray(sizes, dtype=np.int64)
-    if columns is not None:
-        columns = list(columns)
-        codes, sizes = codes[..., columns], sizes[..., columns]
-    cells = np.prod(sizes.astype(float), axis=-1)
-    if np.size(cells) and np.max(cells) >= 2.0**63:
-        raise SchemaError(f"a marginal of {np.max(cells):.3g} cells is too large to count; "
-                          "use fewer columns or fewer bins")
-    out = np.zeros(codes.shape[:-1], dtype=np.int64)
-    for t in range(codes.shape[-1]):
-        out = out * sizes[..., t] + codes[..., t]
-    return out
+BOUND_ATOM = 0.2  # chance that a random numeric value is one of the column's bounds
 
 
-def marginal(codes: np.ndarray, sizes: np.ndarray, columns: Sequence[int] | None = None,
-             weights: np.ndarray | None = None) -> np.ndarray:
-    """Counts (or summed ``weights``) of the rows of ``codes`` in each cell of the marginal over
-    ``columns``, flat in row-major order: reshape to ``sizes[columns]`` for the table.
+class Space:
+    """Table ⇄ the unit-interval space, from the public schema only: an (n, d) float array
+    whose categorical columns hold codes and numeric columns values in [0, 1]."""
 
-    Integer counts without weights, so callers normalise exactly as they choose.
-    """
-    sizes = np.asarray(sizes)
-    shape = sizes if columns is None else sizes[list(columns)]
-    return np.bincount(cell_index(codes, sizes, columns), weights,
-                       minlength=math.prod(int(s) for s in shape))
+    def __init__(self, schema: Schema):
+        self.schema = schema
+        self.names = schema.names
+        # category count per column, 0 for a numeric column
+        self.cards = np.array([len(c.categories) if c.kind == CATEGORICAL else 0
+                               for c in schema], dtype=np.int64)
+        self.categorical = np.flatnonzero(self.cards > 0)
+        self.numeric = np.flatnonzero(self.cards == 0)
+        # integer columns: the number of steps between their bounds (0: a continuous column)
+        self.steps = np.array([
+            round(c.upper - c.lower) if c.kind != CATEGORICAL and c.integer else 0
+            for c in schema], dtype=np.int64)
+
+    @property
+    def d(self) -> int:
+        return len(self.cards)
+
+    def encode(self, frame: pd.DataFrame) -> np.ndarray:
+        x = np.empty((len(frame), self.d))
+        for j, col in enumerate(self.schema):
+            values = frame[col.name]
+            if col.kind == CATEGORICAL:
+                x[:, j] = pd.Categorical(values, categories=list(col.categories)).codes
+            else:
+                width = col.upper - col.lower
+                v = values.to_numpy(dtype=float) - col.lower
+                x[:, j] = np.clip(v / width, 0, 1) if width > 0 else 0.0
+        if (x < 0).any():
+            j = int(np.flatnonzero((x < 0).any(axis=0))[0])
+            raise ParameterError(f"column {self.names[j]!r} holds a value outside its categories")
+        return x
+
+    def decode(self, x: np.ndarray) -> pd.DataFrame:
+        data = {}
+        for j, col in enumerate(self.schema):
+            if col.kind == CATEGORICAL:
+                data[col.name] = np.asarray(col.categories, dtype=object)[x[:, j].astype(int)]
+            else:
+                data[col.name] = col.lower + x[:, j] * (col.upper - col.lower)
+        return finalize(pd.DataFrame(data), self.schema)
+
+    def random_values(self, cols: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One value v ~ U(X_j) per entry of ``cols``: a uniform code, or a uniform number
+        (a whole number, for an integer column) that is one of the column's bounds with
+        probability ``BOUND_ATOM``. Many real columns pile up at a bound (no capital gain,
+        top-coded hours); without that atom their values would be smeared uniformly over the
+        finest interval the queries see, and a tree trained on them splits on noise."""
+        u = rng.random(len(cols))
+        card, steps = self.cards[cols], self.steps[cols]
+        number = np.where(steps > 0, np.floor(u * (steps + 1)) / np.maximum(steps, 1), u)
+        atom = rng.random(len(cols)) < BOUND_ATOM
+        number = np.where(atom, np.round(u), number)
+        return np.where(card > 0, np.floor(u * card), number)
+
+    def random(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        cols = np.tile(np.arange(self.d), n)
+        return self.random_values(cols, rng).reshape(n, self.d)
 
 
 def _edges(col: Column, bins: int, exact_integers: int) -> np.ndarray:

@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from synth.encoding import Discretizer, marginal
+from synth.encoding import Discretizer
 from synth.errors import SchemaError
+from synth.marginals import marginal
 from synth.missing import model_frame, model_schema
 from synth.schema import (
     CATEGORICAL,

@@ -13,8 +13,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from synth.encoding import Discretizer, marginal
+from synth.encoding import Discretizer
 from synth.evaluation import FIDELITY_BINS, Fidelity, comparable
+from synth.marginals import marginal
 from synth.methods.base import Event, Progress
 from synth.missing import model_frame, model_schema
 from synth.privacy.budget import Budget, epsilon_text

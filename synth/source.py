@@ -20,14 +20,17 @@ import io
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from synth import missing
 from synth.data import _cell, _check_header, _sniff_delimiter, check_flat, human_bytes
 from synth.errors import DataError, check_int
+from synth.marginals import add_up
 from synth.privacy.unit import Population, PrivacyUnit, population
 from synth.schema import Schema, check_target, prepare
 
@@ -47,14 +50,17 @@ class TableFile:
     """A CSV or Parquet table on this machine, read in chunks of ``chunk_rows`` rows.
 
     Nothing is read but the header (or Parquet schema) until :meth:`chunks` is iterated.
+    With a Dask ``scheduler`` address, a method's counting passes run on that cluster
+    (:mod:`synth.cluster`); other passes still stream here.
     ``encoding`` is CSV's: UTF-8 by default (with or without a byte-order mark), or one
     DuckDB reads (``"latin-1"``, ``"utf-16"``). A file that changes while it is read is
     refused.
     """
 
     def __init__(self, path: str | os.PathLike, *, chunk_rows: int = CHUNK_ROWS,
-                 encoding: str | None = None):
+                 encoding: str | None = None, scheduler: str | None = None):
         self.path = Path(path)
+        self.scheduler = scheduler or None  # a Dask cluster counts it (synth.cluster)
         self.chunk_rows = check_int(chunk_rows, "chunk_rows")
         self.name = repr(self.path.name)
         if not self.path.exists():
@@ -355,8 +361,10 @@ class Chunks:
     """
 
     def __init__(self, rows: int, frames: Callable[[], Iterable[pd.DataFrame]],
-                 target: str | None = None, name: str = "the table"):
+                 target: str | None = None, name: str = "the table",
+                 cluster: Callable[..., list[np.ndarray]] | None = None):
         self.rows, self._frames, self._target, self._name = rows, frames, target, name
+        self._cluster = cluster
 
     @classmethod
     def of_frame(cls, frame: pd.DataFrame) -> Chunks:
@@ -376,7 +384,13 @@ class Chunks:
                 prepared = prepare(chunk, schema)
                 yield missing.encode(prepared, schema) if encode else prepared
 
-        return cls(len(file), frames, schema.target if target else None, file.name)
+        checked = schema.target if target else None
+        cluster = None
+        if file.scheduler is not None:
+            from synth.cluster import reduce_on_cluster
+
+            cluster = partial(reduce_on_cluster, file, schema, encode, checked)
+        return cls(len(file), frames, checked, file.name, cluster)
 
     def __len__(self) -> int:
         return self.rows
@@ -405,6 +419,15 @@ class Chunks:
             done += len(frame)
             ctx.progress(stage, done, self.rows)
 
+    def reduce(self, counter: Callable[[pd.DataFrame], list[np.ndarray]], ctx: Any,
+               stage: str, description: str) -> list[np.ndarray]:
+        """``counter``'s arrays summed over the chunks, in order, as one :meth:`scan`: the
+        in-memory and DuckDB backends of :func:`synth.marginals.count`, or the file's Dask
+        cluster when it has one."""
+        if self._cluster is not None:
+            return self._cluster(counter, ctx, stage, description)
+        return add_up(counter(frame) for frame in self.scan(ctx, stage, description))
+
 
 def read_whole(file: TableFile, columns: Sequence[str] | None = None,
                progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
@@ -422,16 +445,17 @@ def read_whole(file: TableFile, columns: Sequence[str] | None = None,
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
-def open_table(path: str | os.PathLike, max_bytes: int, encoding: str | None = None
-               ) -> pd.DataFrame | TableFile:
-    """A private table by path: read whole up to ``max_bytes``; a larger file, or a folder
-    of Parquet files, as a :class:`TableFile` read where it lies."""
+def open_table(path: str | os.PathLike, max_bytes: int, encoding: str | None = None,
+               scheduler: str | None = None) -> pd.DataFrame | TableFile:
+    """A private table by path: read whole up to ``max_bytes``; a larger file, a folder of
+    Parquet files, or any table counted on a Dask ``scheduler``, as a :class:`TableFile`
+    read where it lies."""
     from synth.data import read_table
 
     max_bytes = check_int(max_bytes, "max_bytes")
     where = Path(path)
-    if where.is_dir() or (where.is_file() and where.stat().st_size > max_bytes):
-        return TableFile(where, encoding=encoding)
+    if scheduler or where.is_dir() or (where.is_file() and where.stat().st_size > max_bytes):
+        return TableFile(where, encoding=encoding, scheduler=scheduler)
     return read_table(where, max_bytes=max_bytes, encoding=encoding)
 
 

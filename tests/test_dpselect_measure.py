@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 from scipy import optimize
 
+from synth.encoding import Space
 from synth.errors import BudgetError, Cancelled
 from synth.methods import FitContext, Progress, make
 from synth.methods.dpselect import measure
 from synth.methods.dpselect.measure import measure_and_weight
-from synth.methods.gsd.queries import Space
 from synth.privacy.audit import epsilon_lower_bound, event_counts
 from synth.privacy.budget import Budget, Ledger
 from synth.privacy.composition import zcdp_to_dp
@@ -355,8 +355,8 @@ def test_an_audit_of_the_release_on_neighbouring_tables(monkeypatch):
     found, allowed = audit(1500)
     assert found <= allowed
     # the audit's power: the same charges with a quarter of the noise are caught
-    monkeypatch.setattr(measure, "gaussian", lambda answers, sigma: gaussian(answers,
-                                                                             sigma / 4))
+    monkeypatch.setattr(measure, "measure", lambda answers, event: gaussian(answers,
+                                                                            event.sigma / 4))
     with replayable_noise(5):
         assert audit(1500)[0] > allowed
 

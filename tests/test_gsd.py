@@ -8,30 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from synth.encoding import BOUND_ATOM, Space
 from synth.errors import BudgetError, Cancelled, ParameterError
 from synth.methods import FitContext, Progress, make
-from synth.methods.gsd.method import (
-    QUERIES,
-    ROWS,
-    measure_workload,
-    measurement_event,
-    select_workloads,
-    selection_event,
-)
+from synth.methods.gsd.method import QUERIES, ROWS
 from synth.methods.gsd.projection import loss_of, project
-from synth.methods.gsd.queries import (
-    BOUND_ATOM,
-    QUERY_CLASSES,
-    Prefixes,
-    Space,
-    build,
-    narrowest,
-    plan_size,
-)
-from synth.privacy.audit import epsilon_lower_bound, event_counts
+from synth.methods.gsd.queries import QUERY_CLASSES, Prefixes, build, narrowest, plan_size, track
 from synth.privacy.budget import Budget
 from synth.privacy.events import Exponential, Gaussian
-from synth.privacy.mechanisms import replayable_noise
 from synth.schema import Column, Schema, infer_schema
 
 
@@ -174,7 +158,7 @@ def test_incremental_loss_equals_a_full_recompute(small, measured):
     else:
         weights = [_measured(q, rng, 2 * (i > 0)) for i, q in enumerate(classes)]
     d = space.random(150, rng)
-    trackers = [q.track(d, t, w) for q, t, w in zip(classes, targets, weights, strict=True)]
+    trackers = [track(q, d, t, w) for q, t, w in zip(classes, targets, weights, strict=True)]
     base = loss_of(d, classes, targets, weights)
     assert sum(t.loss for t in trackers) == pytest.approx(base, abs=1e-12)
     rows = rng.integers(len(d), size=60)
@@ -247,38 +231,6 @@ def test_early_stop_and_warm_start(small):
     assert again.loss == pytest.approx(first.loss)  # the warm start is the best elite
     with pytest.raises(ParameterError, match="warm start must have shape"):
         project(space, classes, targets, weights, 50, np.random.default_rng(0), init=first.table)
-
-
-def test_selection_round_audit():
-    """One selection: on neighbouring score vectors (each score moves by ≤ 1/n) the picks'
-    frequencies stay within e^ε₀, ε₀ = √(8ρ); four times ρ (half the noise) is caught."""
-    trials, k, n, rho = 40_000, 10, 100, 1 / 8  # ε₀ = 1
-    d = np.zeros(k)
-    d2 = np.full(k, -1 / n)
-    d2[0] = 1 / n
-
-    def bound(r):
-        event = selection_event(n, r, 1)
-        a = np.array([select_workloads(d, event)[0] for _ in range(trials)])
-        b = np.array([select_workloads(d2, event)[0] for _ in range(trials)])
-        events = np.arange(k)
-        return epsilon_lower_bound(event_counts(a, events), event_counts(b, events), trials)
-
-    assert selection_event(n, rho, 1).epsilon == pytest.approx(1.0)
-    assert bound(rho) <= math.sqrt(8 * rho)  # OpenDP's sampler, as the fit runs it
-    with replayable_noise(3):  # the audit's power: numpy's Gumbel with half the noise
-        assert bound(4 * rho) > 1.3 * math.sqrt(8 * rho)
-
-
-def test_measurement_noise_scale():
-    rho, sens = 0.02, math.sqrt(10) / 1000
-    event = measurement_event(sens, rho)
-    assert event.rho == pytest.approx(rho)
-    noisy = measure_workload(np.full(100_000, 0.5), event)
-    sigma = sens / math.sqrt(2 * rho)
-    assert noisy.std() == pytest.approx(sigma, rel=0.03)
-    clipped = measure_workload(np.array([0.0, 1.0]), measurement_event(1.0, 1e-6))
-    assert np.all((clipped >= 0) & (clipped <= 1))
 
 
 @pytest.fixture(scope="module")

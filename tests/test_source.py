@@ -11,9 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from synth.data import fingerprint, read_table
+from synth.encoding import Space
 from synth.errors import DataError, SchemaError
 from synth.methods import FitContext, Progress, StageStarted, make
-from synth.methods.gsd.method import GSD, Space
+from synth.methods.gsd.method import GSD
 from synth.methods.gsd.queries import build, parse_classes
 from synth.privacy.budget import Budget
 from synth.privacy.domains import domain_counts

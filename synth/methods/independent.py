@@ -11,21 +11,20 @@ own noisy total, so no row count is needed.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from synth.encoding import Discretizer, finalize, marginal, model_width
+from synth.encoding import Discretizer, finalize, model_width
 from synth.errors import BudgetError
+from synth.marginals import count, marginal, measure, measurement_event
 from synth.methods.base import FitContext, NoiseScale, Synthesizer
 from synth.plan import Charge
 from synth.privacy.budget import Budget
 from synth.privacy.composition import dp_to_zcdp
 from synth.privacy.events import Gaussian, describe, histogram_l2
-from synth.privacy.mechanisms import gaussian
 from synth.privacy.unit import Population
 from synth.schema import Schema
 from synth.source import Chunks
@@ -84,7 +83,7 @@ class IndependentMarginals(Synthesizer):
         ctx.stage(MEASURE, 1, "noisy 1-way histograms")
         self.ledger_.charge(MEASURE, event, f"1-way histograms of {len(schema)} columns "
                                             f"({int(sizes.sum())} cells)")
-        noisy = np.clip(gaussian(counts, event.sigma), 0, None)  # one draw for all cells
+        noisy = np.clip(measure(counts, event), 0, None)  # one draw for all cells
         self.marginals_ = []
         for block in np.split(noisy, np.cumsum(self.discretizer_.sizes)[:-1]):
             total = block.sum()
@@ -95,11 +94,12 @@ class IndependentMarginals(Synthesizer):
     def histograms(self, data: Chunks, ctx: FitContext) -> np.ndarray:
         """Every column's histogram, stacked: counts summed over the table's chunks."""
         sizes = self.discretizer_.sizes
-        counts = np.zeros(int(sizes.sum()), dtype=np.int64)
-        for frame in data.scan(ctx, COUNT, "counting each column's histogram"):
+
+        def counter(frame: pd.DataFrame) -> list[np.ndarray]:
             codes = self.discretizer_.codes(frame)
-            counts += np.concatenate([marginal(codes, sizes, (j,)) for j in range(len(sizes))])
-        return counts
+            return [np.concatenate([marginal(codes, sizes, (j,)) for j in range(len(sizes))])]
+
+        return count(data, counter, ctx, COUNT, "counting each column's histogram")[0]
 
     @staticmethod
     def plan(epsilon: float, delta: float, columns: int, rows_per_unit: int = 1) -> Gaussian:
@@ -107,8 +107,7 @@ class IndependentMarginals(Synthesizer):
         if delta <= 0:
             raise BudgetError("the Gaussian mechanism needs δ > 0 in the 'measure' share")
         sensitivity = histogram_l2(columns, rows_per_unit)
-        rho = dp_to_zcdp(epsilon, delta)  # checked: ρ-zCDP implies (ε, δ)-DP
-        return Gaussian(sensitivity / math.sqrt(2 * rho), sensitivity)
+        return measurement_event(sensitivity, dp_to_zcdp(epsilon, delta))  # ρ-zCDP ⇒ (ε, δ)
 
     def _duration(self, population: Population, schema: Schema, budget: Budget) -> float:
         """One pass over the table: Adult's 610,000 cells took 0.9 s on 2 cores, imports

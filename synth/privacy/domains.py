@@ -28,8 +28,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from synth.encoding import marginal
 from synth.errors import BudgetError
+from synth.marginals import marginal
 from synth.privacy.budget import Ledger
 from synth.privacy.events import Laplace, LaplaceThreshold, histogram_l1
 from synth.privacy.mechanisms import laplace

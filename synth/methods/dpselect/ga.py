@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from synth.encoding import marginal
+from synth.marginals import marginal
 from synth.privacy.dpsga import Genes, Result, dpsga
 
 TILT_SHARES = (1e-3, 0.05)  # range of the share of genes a tilt tries to move (log-uniform)

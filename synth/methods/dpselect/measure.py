@@ -6,7 +6,7 @@ The selection share buys Gaussian measurements of marginals. First every column'
 join the pool (:func:`support_rows`): a GAN trained on a sliver of a small table's budget
 misses much of the table's support, and no weighting of its rows can put mass where it drew
 none. Then Private-GSD's other 2-way workloads (categorical pairs, and binary-tree range
-marginals of every pair with a numeric column, :mod:`synth.methods.gsd.queries`) are measured
+marginals of every pair with a numeric column, :mod:`synth.marginals`) are measured
 adaptively. Each of T rounds
 
 1. picks the workload the weighted pool answers worst, by report-noisy-max over max errors;
@@ -33,19 +33,23 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from synth.errors import BudgetError, ParameterError
-from synth.methods.dpselect.weights import fit_weights, incidence
-from synth.methods.gsd.method import (
+from synth.encoding import Space
+from synth.errors import ParameterError
+from synth.marginals import (
+    Marginals,
+    check_audible,
+    measure,
     measurement_event,
-    plan,
-    select_workloads,
+    plan_rounds,
+    select,
     selection_event,
+    workload_size,
 )
-from synth.methods.gsd.queries import CHUNK, Marginals, Space, build, plan_size
+from synth.marginals import workloads as marginal_workloads
+from synth.methods.dpselect.weights import fit_weights, incidence
 from synth.privacy.budget import Ledger
 from synth.privacy.composition import dp_to_zcdp
 from synth.privacy.events import Gaussian
-from synth.privacy.mechanisms import gaussian
 from synth.privacy.unit import Population
 from synth.schema import CATEGORICAL, Schema
 
@@ -65,12 +69,12 @@ SUPPORT = 1.0
 def workloads(space: Space) -> list[Marginals]:
     """The marginals that may be measured, from the public schema: every column's own (the
     first d workloads), then the pairs: categorical pairs, and pairs with a numeric column."""
-    one_way = Marginals(space, [(j,) for j in range(space.d)], levels=LEVELS, kind="1-way")
+    one_way = marginal_workloads(space, "1-way", LEVELS)
     if space.d == 1:
         return [one_way]
     categorical = len(space.categorical)
     classes = (["cat2"] if categorical >= 2 else []) + (["bt"] if len(space.numeric) else [])
-    return [one_way, *build(space, classes, np.random.default_rng(0), levels=LEVELS)]
+    return [one_way, *(marginal_workloads(space, kind, LEVELS) for kind in classes)]
 
 
 def upfront(schema: Schema, classes: list[Marginals]) -> list[int]:
@@ -96,7 +100,7 @@ def candidate_count(categorical: list[bool], target: int | None) -> int:
         return 0
     classes = (["cat2"] if sum(categorical) >= 2 else []) + (
         ["bt"] if not all(categorical) else [])
-    pairs = plan_size(categorical, classes, LEVELS)[0]
+    pairs = sum(workload_size(categorical, kind, LEVELS)[0] for kind in classes)
     return pairs - (d - 1 if target is not None else 0)
 
 
@@ -136,23 +140,22 @@ def measure_plan(population: Population, schema: Schema, epsilon: float, delta: 
         if rounds is not None:
             raise ParameterError("rounds (T) pick among pairs of columns, and this table has "
                                  "none left to pick: leave rounds empty")
-        plan(population, epsilon, delta, 1, float(sens.max()), 1, stage=stage)  # δ > 0
+        plan_rounds(population, epsilon, delta, 1, float(sens.max()), 1, 1,  # δ > 0
+                    stage=stage)
         t = 0
     else:
         rest = np.delete(sens, fixed)
-        t = plan(population, epsilon, delta, len(rest), float(rest.max()), rounds,
-                 stage=stage, default=ROUNDS)[0]
+        t = plan_rounds(population, epsilon, delta, len(rest), float(rest.max()), rounds,
+                        ROUNDS, stage=stage)[0]
     sens = sens * population.max_rows / population.rows
     total = dp_to_zcdp(epsilon, delta)
     if rounds is None:  # no more rounds than leave the widest candidate's noise within [0, 1]
         widest = float(np.delete(sens, fixed).max()) if t else 0.0
-        while t > 1 and widest / math.sqrt(2 * total / (len(fixed) + 2 * t)) >= 1:
+        while t > 1 and measurement_event(widest, total / (len(fixed) + 2 * t)).sigma >= 1:
             t -= 1
     rho = total / (len(fixed) + 2 * t)
-    if (sens / np.sqrt(2 * rho)).min() >= 1:
-        raise BudgetError(f"ε = {epsilon:.3g} is too small to measure anything: the Gaussian "
-                          "noise exceeds the whole range [0, 1] of an answer. Raise ε or the "
-                          "selection's share")
+    check_audible(measurement_event(float(sens.min()), rho).sigma, epsilon,
+                  " or the selection's share")
     slots = np.concatenate([np.diff(np.searchsorted([s.offset for s in q.slots], q.bounds))
                             for q in classes])
     return Plan(fixed, t, rho, sens, slots)
@@ -178,7 +181,7 @@ class _Pool:
                  n: int):
         self.classes = classes
         self.first = np.cumsum([0, *(len(q) for q in classes)])
-        self.cells = [_cells(q, pool) for q in classes]
+        self.cells = [q.slot_cells(pool) for q in classes]
         # answers are fractions of the public n (n̂ with units; len(private) otherwise)
         self.true = [q.answers(private) * len(private) / n for q in classes]
         # which workload each slot belongs to, and how many slots each workload has
@@ -189,7 +192,7 @@ class _Pool:
 
     def extend(self, rows: np.ndarray) -> None:
         """Add encoded ``rows`` to the pool."""
-        self.cells = [np.concatenate([c, _cells(q, rows)], axis=1)
+        self.cells = [np.concatenate([c, q.slot_cells(rows)], axis=1)
                       for q, c in zip(self.classes, self.cells, strict=True)]
 
     def answers(self, weights: np.ndarray) -> list[np.ndarray]:
@@ -203,23 +206,13 @@ class _Pool:
         worst, tvd = [], []
         for q, true, mine, slots in zip(self.classes, self.true, self.answers(weights),
                                         self.slots, strict=True):
-            gap = np.abs(true - mine)
-            worst.append(np.maximum.reduceat(gap, q.bounds[:-1]))
-            tvd.append(np.add.reduceat(gap, q.bounds[:-1]) / (2 * slots))
+            worst.append(q.worst_errors(true, mine))
+            tvd.append(np.add.reduceat(np.abs(true - mine), q.bounds[:-1]) / (2 * slots))
         return np.concatenate(worst), float(np.concatenate(tvd).mean())
 
     def locate(self, w: int) -> tuple[int, int]:
         k = int(np.searchsorted(self.first, w, side="right") - 1)
         return k, int(w - self.first[k])
-
-
-def _cells(q: Marginals, pool: np.ndarray) -> np.ndarray:
-    """(slots, m) cell of each pool row in each slot of ``q``, block by block: all at once,
-    the intermediate (m, slots, columns) arrays of a 90k-row pool take over 1 GB."""
-    out = np.empty((len(q.slots), len(pool)), dtype=np.int32)
-    for start in range(0, len(pool), CHUNK):
-        out[:, start:start + CHUNK] = q.cells(pool[start:start + CHUNK]).T
-    return out
 
 
 def support_rows(space: Space, one_way: Marginals, answers: np.ndarray, pool: np.ndarray,
@@ -276,7 +269,7 @@ def measure_and_weight(ledger: Ledger, stage: str, schema: Schema, private: pd.D
     result = Measured(pool, np.empty(0))
     targets, sigmas = [], []  # the measured workloads' noisy answers and σ
 
-    def measure(w: int, why: str) -> None:
+    def measure_one(w: int, why: str) -> None:
         c, local = data.locate(w)
         q = classes[c]
         event = measurement_event(float(sens[w]), rho)
@@ -285,16 +278,16 @@ def measure_and_weight(ledger: Ledger, stage: str, schema: Schema, private: pd.D
         lo, hi = q.bounds[local:local + 2]
         # unclipped: clipping at 0 would bias every empty cell upward, and the fit would
         # chase that mass onto a few pool rows
-        targets.append(gaussian(data.true[c][lo:hi], event.sigma))
+        targets.append(measure(data.true[c][lo:hi], event))
         sigmas.append(np.full(hi - lo, event.sigma))
         result.picked.append(label)
         result.answers.append(targets[-1])
 
     for j in range(d):
-        measure(j, "every column")
+        measure_one(j, "every column")
     one_way = np.concatenate(targets)
     for w in planned.fixed[d:]:
-        measure(w, "every pair with the target")
+        measure_one(w, "every pair with the target")
     extra = support_rows(space, classes[0], one_way, gan, math.ceil(SUPPORT * len(pool)), rng)
     data.extend(space.encode(extra))
     result.pool = pd.concat([pool, extra[list(pool.columns)]], ignore_index=True)
@@ -334,8 +327,8 @@ def measure_and_weight(ledger: Ledger, stage: str, schema: Schema, private: pd.D
         scores[picked] = -np.inf
         pick = selection_event(n, rho, 1, k)
         ledger.charge(stage, pick, f"round {t + 1}: the worst-answered marginal, by max error")
-        w = int(select_workloads(scores, pick)[0])
-        measure(w, f"round {t + 1}")
+        w = int(select(scores, pick)[0])
+        measure_one(w, f"round {t + 1}")
         add(w)
         picked.append(w)
     result.weights = weights

@@ -33,6 +33,7 @@ import pandas as pd
 
 from synth.encoding import Discretizer, finalize
 from synth.errors import BudgetError, Cancelled, ParameterError, check_int
+from synth.marginals import check_fits, measurement_event, selection_event
 from synth.methods.base import FitContext, NoiseScale, check_rows, resample
 from synth.methods.dpgan.codes import PrivateCodes
 from synth.methods.dpgan.method import DPGAN, GAN
@@ -46,7 +47,6 @@ from synth.methods.dpselect.measure import (
 )
 from synth.methods.dpselect.rows import DISTANCES, cells, select, top_pairs
 from synth.methods.dpselect.weights import resample as draw
-from synth.methods.gsd.method import check_fits, measurement_event, selection_event
 from synth.plan import Charge
 from synth.privacy.budget import Budget
 from synth.privacy.composition import per_step_epsilon

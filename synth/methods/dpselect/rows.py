@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from synth.encoding import cell_index, marginal
 from synth.errors import ParameterError
+from synth.marginals import cell_index, marginal
 from synth.privacy.mechanisms import exponential
 
 DISTANCES = ("l1", "l2", "kolmogorov")

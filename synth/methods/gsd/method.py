@@ -29,23 +29,25 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from synth.encoding import Space
 from synth.errors import BudgetError, ParameterError
+from synth.marginals import (
+    Workloads,
+    check_audible,
+    check_fits,
+    count,
+    measure,
+    measurement_event,
+    plan_rounds,
+    select,
+    selection_event,
+)
 from synth.methods.base import FitContext, NoiseScale, Synthesizer, check_rows, resample
 from synth.methods.gsd.projection import project
-from synth.methods.gsd.queries import (
-    QUERY_CLASSES,
-    Space,
-    Workloads,
-    build,
-    narrowest,
-    parse_classes,
-    plan_size,
-)
+from synth.methods.gsd.queries import QUERY_CLASSES, build, narrowest, parse_classes, plan_size
 from synth.plan import Charge
 from synth.privacy.budget import Budget
-from synth.privacy.composition import dp_to_zcdp
-from synth.privacy.events import Exponential, Gaussian, describe, fraction_linf
-from synth.privacy.mechanisms import exponential_top_k, gaussian
+from synth.privacy.events import describe
 from synth.privacy.unit import Population
 from synth.schema import CATEGORICAL, Schema
 from synth.source import Chunks
@@ -150,8 +152,9 @@ class GSD(Synthesizer):
 
     def _plan(self, population: Population, epsilon: float, delta: float, workloads: int,
               widest: float) -> tuple[int, int, float]:
-        return plan(population, epsilon, delta, workloads, widest, self.rounds,
-                    int(self.per_round), bool(self.one_shot))
+        return plan_rounds(population, epsilon, delta, workloads, widest, self.rounds,
+                           default_rounds(epsilon), int(self.per_round), bool(self.one_shot),
+                           QUERIES)
 
     def _check_rules(self, values: dict, population: Population | None,
                      schema: Schema | None) -> None:
@@ -190,8 +193,8 @@ class GSD(Synthesizer):
         rounds, s, rho = self._plan(population, eps, delta, w, widest)
         n, k = population.rows, population.max_rows
         categorical = [c.kind == CATEGORICAL for c in schema]
-        check_audible(narrowest(categorical, parse_classes(self.queries), int(self.levels)) * k / n
-                / math.sqrt(2 * rho), eps, rounds)
+        quietest = narrowest(categorical, parse_classes(self.queries), int(self.levels))
+        check_audible(measurement_event(quietest * k / n, rho).sigma, eps, _remedy(rounds))
         measure = Charge(QUERIES, measurement_event(widest * k / n, rho), exact=False)
         if self.one_shot:
             return [measure] * w
@@ -270,32 +273,35 @@ class GSD(Synthesizer):
                                                  float(sens.max(initial=0.0)))
         n, k = population.rows, population.max_rows
         sens = sens * k / n
-        check_audible(float((sens / math.sqrt(2 * rho_call)).min(initial=math.inf)), eps, rounds)
+        check_audible(measurement_event(float(sens.min(initial=math.inf)), rho_call).sigma, eps,
+                      _remedy(rounds))
         return _Rounds(classes, first, n, k, rounds, per_round, rho_call, sens,
                        targets=[np.zeros(q.size) for q in classes],
                        weights=[np.zeros(q.size) for q in classes])
 
     @staticmethod
     def _answer(run: _Rounds, space: Space, data: Chunks, ctx: FitContext) -> None:
-        """Every query's answer on the private table, read once, a chunk at a time: counts
-        over the public n (with units, n̂; with one row per unit, n itself)."""
-        counts = [np.zeros(q.size) for q in run.classes]
-        for frame in data.scan(ctx, "answers", "answering the queries on the private table "
-                                               "(once)"):
+        """Every query's answer on the private table, read once where it lies: counts over
+        the public n (with units, n̂; with one row per unit, n itself)."""
+        classes = run.classes
+
+        def counter(frame: pd.DataFrame) -> list[np.ndarray]:
             private = space.encode(frame)
-            for total, q in zip(counts, run.classes, strict=True):
-                total += q.counts(private)
+            return [q.counts(private) for q in classes]
+
+        counts = count(data, counter, ctx, "answers",
+                       "answering the queries on the private table (once)")
         run.true.extend(total / run.n for total in counts)
 
     def _select(self, run: _Rounds, table: np.ndarray, t: int) -> np.ndarray:
         """Round t's worst-answered workloads of ``table``, by report-noisy-max (charged)."""
-        scores = np.concatenate([_worst_errors(q, a, table)
+        scores = np.concatenate([q.worst_errors(a, q.answers(table))
                                  for q, a in zip(run.classes, run.true, strict=True)])
         scores[run.picked] = -np.inf
         event = selection_event(run.n, run.rho, run.per_round, run.k)
         self.ledger_.charge(QUERIES, event, f"round {t}: {run.per_round} workload(s) "
                                             "selected by max error")
-        return select_workloads(scores, event)
+        return select(scores, event)
 
     def _measure(self, run: _Rounds, chosen: np.ndarray, t: int) -> None:
         """Gaussian measurements of the ``chosen`` workloads, each charged before it runs."""
@@ -304,7 +310,8 @@ class GSD(Synthesizer):
             event = measurement_event(run.sens[w], run.rho)
             self.ledger_.charge(QUERIES, event, f"round {t}: measure {run.label(w)}")
             lo, hi = run.classes[k].bounds[local:local + 2]
-            run.targets[k][lo:hi] = measure_workload(run.true[k][lo:hi], event)
+            # answers are fractions: clipping to [0, 1] is post-processing
+            run.targets[k][lo:hi] = np.clip(measure(run.true[k][lo:hi], event), 0, 1)
             run.weights[k][lo:hi] = 1.0
             run.picked.append(int(w))
 
@@ -351,46 +358,8 @@ class _Rounds:
         return f"{self.classes[k].kind}: {self.classes[k].labels[local]}"
 
 
-def check_audible(sigma: float, epsilon: float, rounds: int) -> None:
-    """Refuse a run whose quietest measurement's noise (``sigma``, in fractions of the rows)
-    exceeds an answer's whole range [0, 1]: it could measure nothing. The plan asks with the
-    public row count, the fit again with the one it uses (n̂ under a privacy unit)."""
-    if sigma >= 1:
-        raise BudgetError(f"ε = {epsilon:.3g} is too small to measure anything: the Gaussian "
-                          f"noise (σ ≥ {sigma:.3g}) exceeds the whole range [0, 1] of an "
-                          "answer. Raise ε" + (" or use fewer rounds" if rounds > 1 else ""))
-
-
-def plan(population: Population, epsilon: float, delta: float, workloads: int,
-         widest: float, rounds: int | None, per_round: int = 1, one_shot: bool = False,
-         stage: str = QUERIES, default: int | None = None) -> tuple[int, int, float]:
-    """(T, S, ρ per mechanism call) for ``workloads`` candidates whose largest Δ₂ is
-    ``widest`` (in rows, for one row per unit), or a clear error. The default T is
-    ``default``, else by ε (:func:`default_rounds`), but never more rounds than there are
-    workloads to pick, nor so many that a measurement's σ, k·widest/(n·√(2ρ')) with
-    ρ' = ρ/(2TS), would exceed an answer's whole range [0, 1]: on a tiny table the default
-    measures fewer workloads, each with more budget. ``stage`` names the budget share in errors."""
-    if delta <= 0:
-        raise BudgetError(f"the Gaussian mechanism needs δ > 0 in the {stage!r} share")
-    rho = dp_to_zcdp(epsilon, delta)
-    if one_shot:
-        return 1, workloads, rho / workloads
-    s = int(per_round)
-    if rounds is None:
-        rows = population.rows / population.max_rows  # n/k: the answers' scale
-        audible = rho * rows * rows / (s * widest * widest) if widest > 0 else math.inf
-        preferred = default_rounds(epsilon) if default is None else default
-        rounds = max(1, int(min(preferred, workloads // s, audible)))
-    check_fits(int(rounds), s, workloads)
-    return int(rounds), s, rho / (2 * int(rounds) * s)
-
-
-def check_fits(rounds: int, per_round: int, workloads: int) -> None:
-    """Refuse a plan that would measure some workload twice."""
-    if rounds * per_round > workloads:
-        raise ParameterError(f"rounds × per_round = {rounds * per_round} exceeds the "
-                             f"{workloads} workloads of this query set; no workload is "
-                             "measured twice")
+def _remedy(rounds: int) -> str:
+    return " or use fewer rounds" if rounds > 1 else ""
 
 
 def _search_progress(ctx: FitContext, t: int, rounds: int, before: int, generation: int,
@@ -405,32 +374,3 @@ def _locate(first: np.ndarray, w: int) -> tuple[int, int]:
     class's first id."""
     k = int(np.searchsorted(first, w, side="right") - 1)
     return k, int(w - first[k])
-
-
-def selection_event(n: int, rho: float, count: int, rows_per_unit: int = 1) -> Exponential:
-    """``count`` workloads by report-noisy-max over max errors (sensitivity 1/n, or k/n for
-    units of up to k rows) with Gumbel noise of scale Δ/√(2ρ): each pick is the exponential
-    mechanism at ε₀ = √(8ρ), which is ε₀²/8 = ρ-zCDP (bounded range), so the picks cost
-    count·ρ."""
-    return Exponential(math.sqrt(8 * rho), fraction_linf(n, rows_per_unit), count)
-
-
-def measurement_event(sensitivity: float, rho: float) -> Gaussian:
-    """Gaussian noise σ = Δ/√(2ρ) on a workload of L2 sensitivity Δ: ρ-zCDP."""
-    return Gaussian(sensitivity / math.sqrt(2 * rho), sensitivity)
-
-
-def select_workloads(scores: np.ndarray, event: Exponential) -> np.ndarray:
-    """The ``event.count`` workloads of highest noisy max error (Gumbel top-k)."""
-    return exponential_top_k(scores, event.count, event.epsilon, event.sensitivity)
-
-
-def measure_workload(answers: np.ndarray, event: Gaussian) -> np.ndarray:
-    """A workload's answers plus the event's Gaussian noise, clipped to [0, 1]
-    (post-processing: answers are fractions)."""
-    return np.clip(gaussian(answers, event.sigma), 0, 1)
-
-
-def _worst_errors(q: Workloads, true: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Max |true − synthetic| answer per workload: the selection's score (sensitivity 1/n)."""
-    return np.maximum.reduceat(np.abs(true - q.answers(x)), q.bounds[:-1])

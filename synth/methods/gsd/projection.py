@@ -19,8 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from synth.encoding import Space
 from synth.errors import ParameterError, check_int
-from synth.methods.gsd.queries import Space, Workloads
+from synth.marginals import Workloads
+from synth.methods.gsd.queries import track
 
 BLOCK = 256  # generations whose random draws are made at once
 
@@ -108,7 +110,7 @@ class _Search:
         self.lagged, self.generation = self.fitness[0], 0
 
     def track(self) -> list:
-        return [q.track(self.best, t, w)
+        return [track(q, self.best, t, w)
                 for q, t, w in zip(self.classes, self.targets, self.weights, strict=True)]
 
     def run(self, max_generations: int, window: int, tol: float, progress, every: int) -> None:

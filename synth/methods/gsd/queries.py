@@ -1,142 +1,46 @@
 """Statistical-query workloads for Private-GSD, and the loss a genetic search minimises.
 
-Tables live in *GSD space*: an (n, d) float array where a categorical column holds its category
-code and a numeric column its value scaled to [0, 1] over the public bounds (:class:`Space`).
-Numbers are never discretised there; only the queries look at them through intervals.
+Tables live in the unit-interval space (:class:`synth.encoding.Space`): a categorical column
+holds its category code and a numeric column its value scaled to [0, 1] over the public
+bounds. Numbers are never discretised there; only the queries look at them through intervals.
 
-A query class holds W *workloads*; workload w is a block of queries answered as fractions of
-rows, with an L2 sensitivity ``sensitivity[w] / n`` for an n-row table with n public (one row
-replaced). Four classes (Liu et al. 2023, §5.2 and the note's corrections):
+A query class holds W *workloads* (:class:`synth.marginals.Workloads`); workload w is a block
+of queries answered as fractions of rows, with an L2 sensitivity ``sensitivity[w] / n`` for an
+n-row table with n public (one row replaced). Four classes (Liu et al. 2023, §5.2 and the
+note's corrections):
 
-* :class:`Marginals` (``cat2``, ``cat3``, ``bt``): k-way categorical marginals, Δ = √2, and
-  2-way binary-tree range marginals over numeric columns, levels 1…L of 2^ℓ half-open intervals
+* marginals (``cat2``, ``cat3``, ``bt``), from the marginal primitive
+  (:class:`synth.marginals.Marginals`): k-way categorical marginals, Δ = √2, and 2-way
+  binary-tree range marginals over numeric columns, levels 1…L of 2^ℓ half-open intervals
   (the last one closed), Δ = √(2L), since a row lies in exactly one cell of each level;
 * :class:`Prefixes`: 1{x_c = v, x_a < τ_a, x_b < τ_b}, a workload being one (a, τ_a, b, τ_b)
   crossed with every value v of c, Δ = √2;
 * :class:`Halfspaces`: 1{⟨θ, onehot(x)⟩ ≤ τ}, θ_i ~ N(0, 1/d), τ ~ N(0, 1), each its own
   workload, Δ = 1.
 
-The search needs the loss change of a one-cell edit without recomputing any statistic: each
-class's :meth:`track` returns a tracker that keeps the residual r = â − Q(D) of the current best
-table and prices P candidate edits at once. Like the loss, it looks only at measured
+The search needs the loss change of a one-cell edit without recomputing any statistic:
+:func:`track` gives each class a tracker that keeps the residual r = â − Q(D) of the current
+best table and prices P candidate edits at once. Like the loss, it looks only at measured
 (weighted) queries: for marginals, the cells of the measured (workload, level) slots that
 contain the edited column.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
-from synth.encoding import cell_index, finalize
+from synth.encoding import Space
 from synth.errors import ParameterError
-from synth.schema import CATEGORICAL, Schema
+from synth.marginals import CELLS, MARGINAL_CLASSES, Marginals, Workloads, workload_size
+from synth.marginals import workloads as marginal_workloads
 
 QUERY_CLASSES = ("cat2", "cat3", "bt", "prefix", "halfspace")
-CHUNK = 4096  # rows per block when laying out a large table's cells (DP-Select's pool)
-CELLS = 2**23  # entries per block of a (rows × queries) truth table or (rows × slots × k) cells
-BOUND_ATOM = 0.2  # chance that a numeric mutation proposes one of the column's bounds
 
 
-# ---- the space ------------------------------------------------------------------------------
-
-
-class Space:
-    """Table ⇄ GSD space, from the public schema only."""
-
-    def __init__(self, schema: Schema):
-        self.schema = schema
-        self.names = schema.names
-        # category count per column, 0 for a numeric column
-        self.cards = np.array([len(c.categories) if c.kind == CATEGORICAL else 0
-                               for c in schema], dtype=np.int64)
-        self.categorical = np.flatnonzero(self.cards > 0)
-        self.numeric = np.flatnonzero(self.cards == 0)
-        # integer columns: the number of steps between their bounds (0: a continuous column)
-        self.steps = np.array([
-            round(c.upper - c.lower) if c.kind != CATEGORICAL and c.integer else 0
-            for c in schema], dtype=np.int64)
-
-    @property
-    def d(self) -> int:
-        return len(self.cards)
-
-    def encode(self, frame: pd.DataFrame) -> np.ndarray:
-        x = np.empty((len(frame), self.d))
-        for j, col in enumerate(self.schema):
-            values = frame[col.name]
-            if col.kind == CATEGORICAL:
-                x[:, j] = pd.Categorical(values, categories=list(col.categories)).codes
-            else:
-                width = col.upper - col.lower
-                v = values.to_numpy(dtype=float) - col.lower
-                x[:, j] = np.clip(v / width, 0, 1) if width > 0 else 0.0
-        if (x < 0).any():
-            j = int(np.flatnonzero((x < 0).any(axis=0))[0])
-            raise ParameterError(f"column {self.names[j]!r} holds a value outside its categories")
-        return x
-
-    def decode(self, x: np.ndarray) -> pd.DataFrame:
-        data = {}
-        for j, col in enumerate(self.schema):
-            if col.kind == CATEGORICAL:
-                data[col.name] = np.asarray(col.categories, dtype=object)[x[:, j].astype(int)]
-            else:
-                data[col.name] = col.lower + x[:, j] * (col.upper - col.lower)
-        return finalize(pd.DataFrame(data), self.schema)
-
-    def random_values(self, cols: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """One value v ~ U(X_j) per entry of ``cols``: a uniform code, or a uniform number
-        (a whole number, for an integer column) that is one of the column's bounds with
-        probability ``BOUND_ATOM``. Many real columns pile up at a bound (no capital gain,
-        top-coded hours); without that atom their values would be smeared uniformly over the
-        finest interval the queries see, and a tree trained on them splits on noise."""
-        u = rng.random(len(cols))
-        card, steps = self.cards[cols], self.steps[cols]
-        number = np.where(steps > 0, np.floor(u * (steps + 1)) / np.maximum(steps, 1), u)
-        atom = rng.random(len(cols)) < BOUND_ATOM
-        number = np.where(atom, np.round(u), number)
-        return np.where(card > 0, np.floor(u * card), number)
-
-    def random(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        cols = np.tile(np.arange(self.d), n)
-        return self.random_values(cols, rng).reshape(n, self.d)
-
-
-# ---- query classes --------------------------------------------------------------------------
-
-
-class Workloads:
-    """Base class: ``bounds[w]:bounds[w+1]`` are workload w's queries in the answer vector."""
-
-    kind: str
-    bounds: np.ndarray
-    sensitivity: np.ndarray  # L2 sensitivity of each workload in rows (divide by n)
-    labels: list[str]
-
-    @property
-    def size(self) -> int:
-        return int(self.bounds[-1])
-
-    def __len__(self) -> int:
-        return len(self.bounds) - 1
-
-    def answers(self, x: np.ndarray) -> np.ndarray:
-        """Every query's answer on table ``x``, as fractions of its rows."""
-        return self.counts(x) / len(x)
-
-    def counts(self, x: np.ndarray) -> np.ndarray:
-        """How many rows of ``x`` each query holds for (whole numbers, as floats): summed
-        over a table's chunks, they give its answers exactly."""
-        raise NotImplementedError
-
-    def track(self, x: np.ndarray, target: np.ndarray, weight: np.ndarray) -> Tracker:
-        raise NotImplementedError
+# ---- trackers: the loss and the price of an edit ------------------------------------------
 
 
 class Tracker:
@@ -161,103 +65,6 @@ class Tracker:
 
     def accept(self, x, row: int, col: int, value: float) -> None:
         raise NotImplementedError
-
-
-@dataclass(frozen=True)
-class _Slot:
-    """One level of one marginal workload: its columns, bins per column and first cell."""
-
-    cols: tuple[int, ...]
-    bins: tuple[int, ...]
-    offset: int
-
-
-def _layout(space: Space, tuples: Sequence[tuple[int, ...]], levels: int
-            ) -> tuple[list[_Slot], np.ndarray, np.ndarray, list[str]]:
-    """Per workload (a column tuple): its slots, one per level when a column is numeric, laid
-    out one after another; returns the slots and the workloads' bounds, Δ₂ in rows, labels."""
-    slots, bounds, sens, labels = [], [0], [], []
-    offset = 0
-    for cols in tuples:
-        numeric = any(space.cards[c] == 0 for c in cols)
-        for level in range(1, levels + 1) if numeric else [0]:
-            bins = tuple(int(space.cards[c]) or 2**level for c in cols)
-            slots.append(_Slot(tuple(cols), bins, offset))
-            offset += math.prod(bins)
-        bounds.append(offset)
-        sens.append(math.sqrt(2 * (levels if numeric else 1)))
-        labels.append(" × ".join(space.names[c] for c in cols))
-    return slots, np.array(bounds, dtype=np.int64), np.array(sens), labels
-
-
-def _strides(bins: np.ndarray) -> np.ndarray:
-    """Row-major strides of each slot's cells, so the cell :func:`cell_index` gives is
-    Σ code_t · stride_t: an edit of one code moves it by stride · Δcode."""
-    strides = np.ones_like(bins)
-    for t in range(bins.shape[1] - 2, -1, -1):
-        strides[:, t] = strides[:, t + 1] * bins[:, t + 1]
-    return strides
-
-
-class Marginals(Workloads):
-    """k-way marginals over column tuples; a numeric column is seen through 2^ℓ intervals of
-    [0, 1] at each level ℓ = 1…``levels`` (a binary-tree marginal), a categorical one by its
-    codes. A workload holds all cells of all its levels."""
-
-    def __init__(self, space: Space, tuples: Sequence[tuple[int, ...]], levels: int = 5,
-                 kind: str = "marginals"):
-        if not tuples:
-            raise ParameterError(f"query class {kind!r} has no column tuples on this table")
-        if int(levels) != levels or not 1 <= levels <= 16:
-            raise ParameterError(f"levels must be an integer between 1 and 16, got {levels!r}")
-        self.kind, self.space, self.k = kind, space, len(tuples[0])
-        self.slots, self.bounds, self.sensitivity, self.labels = _layout(space, tuples, levels)
-        self._cols = np.array([sl.cols for sl in self.slots], dtype=np.int64)  # (S, k)
-        self._bins = np.array([sl.bins for sl in self.slots], dtype=np.int64)
-        self._strides = _strides(self._bins)
-        self._offsets = np.array([sl.offset for sl in self.slots], dtype=np.int64)
-        self._numeric = space.cards[self._cols] == 0
-
-    def by_column(self, slots: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Per column, (d, K): the positions in ``slots`` of those that contain it (padded
-        with 0), its stride and bins there, and which entries are real: an edit of the column
-        touches only those."""
-        d = self.space.d
-        per_col = [np.argwhere(self._cols[slots] == j) for j in range(d)]  # (position, t)
-        width = max(1, max(len(p) for p in per_col))
-        where = np.zeros((d, width), dtype=np.int64)
-        stride = np.zeros((d, width), dtype=np.int64)
-        bins = np.ones((d, width), dtype=np.int64)
-        valid = np.zeros((d, width), dtype=bool)
-        for j, pairs in enumerate(per_col):
-            i, t = pairs[:, 0], pairs[:, 1]
-            where[j, : len(pairs)] = i
-            stride[j, : len(pairs)] = self._strides[slots[i], t]
-            bins[j, : len(pairs)] = self._bins[slots[i], t]
-            valid[j, : len(pairs)] = True
-        return where, stride, bins, valid
-
-    def weighted(self, weight: np.ndarray) -> np.ndarray:
-        """The slots holding a query of non-zero weight (the slots tile the answer vector)."""
-        return np.flatnonzero(np.add.reduceat((weight != 0).astype(np.int64), self._offsets))
-
-    def cells(self, x: np.ndarray, slots: np.ndarray | slice = slice(None)) -> np.ndarray:
-        """(n, S) index of the cell each row falls in, for every slot (or those given)."""
-        cols, bins = self._cols[slots], self._bins[slots]
-        v = x[:, cols]  # (n, S, k)
-        codes = np.where(self._numeric[slots], np.minimum(np.floor(v * bins), bins - 1), v)
-        return cell_index(codes.astype(np.int64), bins) + self._offsets[slots]
-
-    def counts(self, x: np.ndarray) -> np.ndarray:
-        counts = np.zeros(self.size)
-        block = max(1, CELLS // (len(self.slots) * self.k))  # rows: (rows, slots, k) is big
-        for start in range(0, len(x), block):
-            counts += np.bincount(self.cells(x[start:start + block]).ravel(),
-                                  minlength=self.size)
-        return counts
-
-    def track(self, x, target, weight) -> _MarginalTracker:
-        return _MarginalTracker(self, x, target, weight)
 
 
 class _MarginalTracker(Tracker):
@@ -341,9 +148,6 @@ class _Predicates(Workloads):
         for start in range(0, len(x), chunk):
             total += self.phi(x[start:start + chunk]).sum(axis=0)
         return total
-
-    def track(self, x, target, weight) -> _PredicateTracker:
-        return _PredicateTracker(self, x, target, weight)
 
 
 class Prefixes(_Predicates):
@@ -456,18 +260,14 @@ def plan_size(categorical: Sequence[bool], classes: Sequence[str], levels: int =
               random_queries: int = 10_000) -> tuple[int, float]:
     """(number of workloads, largest Δ₂) that :func:`build` gives, from the column kinds
     alone: the noise can be previewed before any domain is known."""
-    d, c = len(categorical), sum(map(bool, categorical))
+    c = sum(map(bool, categorical))
     count, worst = 0, 0.0
     for name in classes:
-        if name in ("cat2", "cat3"):
-            k = math.comb(c, int(name[-1]))
-            count, worst = count + k, max(worst, math.sqrt(2) if k else 0.0)
-        elif name == "bt":
-            k = math.comb(d, 2) - math.comb(c, 2)
-            count, worst = count + k, max(worst, math.sqrt(2 * levels) if k else 0.0)
+        if name in MARGINAL_CLASSES:
+            w, sens = workload_size(categorical, name, levels)
         else:
-            count += int(random_queries)
-            worst = max(worst, math.sqrt(2) if name == "prefix" and c else 1.0)
+            w, sens = int(random_queries), math.sqrt(2) if name == "prefix" and c else 1.0
+        count, worst = count + w, max(worst, sens)
     return count, worst
 
 
@@ -475,15 +275,11 @@ def narrowest(categorical: Sequence[bool], classes: Sequence[str], levels: int =
     """A lower bound on the smallest Δ₂ of the workloads :func:`build` gives, from the column
     kinds alone: categorical marginals √2, range marginals √(2·levels), a random query at
     least 1. If even its noise drowns an answer, every workload's does."""
-    d, c = len(categorical), sum(map(bool, categorical))
     smallest = math.inf
     for name in classes:
-        if name in ("cat2", "cat3"):
-            if math.comb(c, int(name[-1])):
-                smallest = min(smallest, math.sqrt(2))
-        elif name == "bt":
-            if math.comb(d, 2) > math.comb(c, 2):
-                smallest = min(smallest, math.sqrt(2 * levels))
+        if name in MARGINAL_CLASSES:
+            w, sens = workload_size(categorical, name, levels)
+            smallest = min(smallest, sens) if w else smallest
         else:
             smallest = min(smallest, 1.0)
     return smallest
@@ -493,21 +289,9 @@ def build(space: Space, classes: Sequence[str], rng: np.random.Generator, levels
           random_queries: int = 10_000) -> list[Workloads]:
     """The query classes named, over every eligible column tuple of ``space``."""
     out: list[Workloads] = []
-    cat = list(space.categorical)
     for name in classes:
-        if name in ("cat2", "cat3"):
-            k = int(name[-1])
-            if len(cat) < k:
-                raise ParameterError(f"query class {name!r} needs {k} categorical columns; the "
-                                     f"table has {len(cat)}")
-            out.append(Marginals(space, list(itertools.combinations(cat, k)), kind=name))
-        elif name == "bt":
-            pairs = [p for p in itertools.combinations(range(space.d), 2)
-                     if space.cards[p[0]] == 0 or space.cards[p[1]] == 0]
-            if not pairs:
-                raise ParameterError("query class 'bt' needs a numeric column and a second "
-                                     "column")
-            out.append(Marginals(space, pairs, levels=levels, kind="bt"))
+        if name in MARGINAL_CLASSES:
+            out.append(marginal_workloads(space, name, levels))
         else:
             if int(random_queries) != random_queries or random_queries < 1:
                 raise ParameterError(f"random_queries must be a positive integer, got "
@@ -515,3 +299,10 @@ def build(space: Space, classes: Sequence[str], rng: np.random.Generator, levels
             maker = Prefixes if name == "prefix" else Halfspaces
             out.append(maker.random(space, int(random_queries), rng))
     return out
+
+
+def track(q: Workloads, x: np.ndarray, target: np.ndarray, weight: np.ndarray) -> Tracker:
+    """The tracker of ``q``'s loss on table ``x`` against ``target`` weighted by ``weight``."""
+    if isinstance(q, Marginals):
+        return _MarginalTracker(q, x, target, weight)
+    return _PredicateTracker(q, x, target, weight)
