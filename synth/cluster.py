@@ -49,9 +49,13 @@ def reduce_on_cluster(file: Any, schema: Schema, encode: bool, target: str | Non
                       ) -> list[np.ndarray]:
     """``counter``'s arrays summed over every partition of ``file`` (a Parquet
     :class:`~synth.source.TableFile` with a ``scheduler``), counted on the cluster."""
-    import dask
-    import dask.dataframe as dd
-    from distributed import Client, as_completed
+    try:
+        import dask
+        import dask.dataframe as dd
+        from distributed import Client, as_completed
+    except ImportError:
+        raise ParameterError("counting on a Dask cluster needs Dask: pip install "
+                             "'synth[dask]'") from None
 
     if file.kind == "CSV":
         raise ParameterError(f"{file.name} is a CSV: a Dask cluster counts Parquet tables; "

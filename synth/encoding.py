@@ -22,6 +22,7 @@ import pandas as pd
 
 from synth.errors import ParameterError, SchemaError
 from synth.schema import CATEGORICAL, MISSING, Column, Schema
+from synth.validation import Param
 
 BOUND_ATOM = 0.2  # chance that a random numeric value is one of the column's bounds
 
@@ -103,6 +104,16 @@ def _edges(col: Column, bins: int, exact_integers: int) -> np.ndarray:
         return np.arange(lo, hi + 2, dtype=float)
     inner = np.round(np.linspace(lo + 1, hi, max(bins - 1, 2)))
     return np.unique(np.concatenate([[lo], inner, [hi, hi + 1]])).astype(float)
+
+
+# the parameters of a method that counts a Discretizer's codes (independent, MST, AIM)
+BINS = Param("bins", int, low=1, advanced=False, label="Bins per numeric column",
+             help="Equal-width bins over each numeric column's bounds: more bins keep more "
+                  "detail, and spread the noise over more cells.")
+EXACT_INTEGERS = Param("exact_integers", int, low=0, label="Exact integers up to",
+                       help="Integer columns with at most this many values get a cell per "
+                            "value, so spikes such as 40 hours a week survive; 0 bins every "
+                            "numeric column.")
 
 
 class Discretizer:

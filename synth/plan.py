@@ -46,11 +46,13 @@ class Charge:
     """One event a run will charge, in order. ``exact``: the ledger will hold this very event.
     Otherwise it is the event at a public bound (a picked workload's sensitivity, the public
     k·U for n̂), and the ledger's event costs no more; ``event`` is None where the events wait
-    for a private fact (the learned domains), and the stage's share bounds them."""
+    for a private fact (``waits``: the learned domains, AIM's annealing), and the stage's share
+    bounds them."""
 
     stage: str
     event: Event | None
     exact: bool = True
+    waits: str = "the learned domains"
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ class Plan:
         and the estimate."""
         out = [f"refused: {r}" for r in self.refusals]
         for charge, times in Counter(self.charges).items():
-            what = ("events that wait for the learned domains" if charge.event is None
+            what = (f"events that wait for {charge.waits}" if charge.event is None
                     else describe(charge.event))
             out.append(f"{charge.stage}: {f'{times} × ' if times > 1 else ''}{what}" + (
                 "" if charge.exact else " (a bound: the event charged may differ, costing no "

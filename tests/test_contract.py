@@ -77,9 +77,13 @@ def test_the_ledger_is_the_plan(name, table):
     within(plan, model.ledger_)
     if plan.exact:  # the very events, ε and δ, in the ledger's own format
         assert entries(plan.to_dict()) == entries(ledger)
-    else:  # a picked workload's event differs; how many, their stages and kinds do not
-        assert [(e["stage"], e["event"]["type"]) for e in plan.entries] == [
-            (e["stage"], e["event"]["type"]) for e in ledger["entries"]]
+    else:  # a picked workload's event differs; how many, their stages and kinds do not,
+        # but where the plan is a bound on a stage (AIM's annealing): its planned events lead
+        for stage in dict.fromkeys(e["stage"] for e in plan.entries):
+            want, got = ([e["event"]["type"] for e in source if e["stage"] == stage
+                          and e["event"] is not None]
+                         for source in (plan.entries, ledger["entries"]))
+            assert (got[:len(want)] if stage in plan.loose else got) == want, stage
         for stage, (eps, delta) in plan.bounds.items():
             spent = ledger["stages"][stage]
             assert spent["epsilon"] <= eps * (1 + 1e-9) and spent["delta"] <= delta + 1e-15

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from synth.errors import ParameterError, is_number
+from synth.methods.aim import AIM
 from synth.methods.base import (
     Event,
     FitContext,
@@ -20,11 +21,13 @@ from synth.methods.dpgan import DPGAN
 from synth.methods.dpselect import DPSelect
 from synth.methods.gsd import GSD
 from synth.methods.independent import IndependentMarginals
+from synth.methods.mst import MST
 from synth.methods.private_sampling import PrivateSampling
 from synth.validation import Param
 
 METHODS: dict[str, type[Synthesizer]] = {
-    cls.name: cls for cls in (IndependentMarginals, DPGAN, DPSelect, GSD, PrivateSampling)}
+    cls.name: cls for cls in (IndependentMarginals, DPGAN, DPSelect, GSD, MST, AIM,
+                              PrivateSampling)}
 
 SHARE_PREFIX = "share."
 

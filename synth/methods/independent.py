@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from synth.encoding import Discretizer, finalize, model_width
+from synth.encoding import BINS, EXACT_INTEGERS, Discretizer, finalize, model_width
 from synth.errors import BudgetError
 from synth.marginals import count, marginal, measure, measurement_event
 from synth.methods.base import FitContext, NoiseScale, Synthesizer
@@ -53,13 +53,7 @@ class IndependentMarginals(Synthesizer):
     quick: ClassVar[Mapping[str, Any]] = {"bins": 8}
     stages: ClassVar[Mapping[str, float]] = {MEASURE: 1.0}
     accountants: ClassVar[Mapping[str, str]] = {MEASURE: "zcdp"}
-    params: ClassVar[Mapping[str, Param]] = specs(
-        Param("bins", int, low=1, advanced=False, label="Bins per numeric column",
-              help="Equal-width bins over each numeric column's bounds: more bins keep more "
-                   "detail, and spread the noise over more cells."),
-        Param("exact_integers", int, low=0, label="Exact integers up to",
-              help="Integer columns with at most this many values get a cell per value, so "
-                   "spikes such as 40 hours a week survive; 0 bins every numeric column."))
+    params: ClassVar[Mapping[str, Param]] = specs(BINS, EXACT_INTEGERS)
 
     def __init__(self, bins: int = 32, exact_integers: int = 128):
         self.bins = bins

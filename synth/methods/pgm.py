@@ -1,0 +1,131 @@
+"""Private-PGM (McKenna, Sheldon, Miklau 2019) as MST and AIM use it: a graphical model fitted
+to noisy marginals, and rows sampled from it. Both are post-processing of the measurements.
+
+The estimation is private-pgm's own (``mbi``: mirror descent over the marginal polytope, JAX
+on the CPU in float64); the model's total is the public row count n (n̂ under a unit of
+protection), so no measurement is spent on it. ``mbi`` samples with numpy's global generator:
+:func:`sample` seeds it from the fit's post-processing generator, under a lock, so a seed
+gives the same release and no other thread's draws are disturbed by ours.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from synth.errors import Cancelled
+
+_SAMPLING = threading.Lock()
+LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # einsum's subscripts
+
+
+def _mbi():
+    """Import mbi with JAX in float64 (float32 stalls estimation on large tables) and no
+    persistent compilation cache (mbi's many small programs make it counterproductive)."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_compilation_cache", False)
+    import mbi
+
+    return mbi
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Noisy counts of the marginal over ``columns`` (row-major, as
+    :func:`synth.marginals.marginal` lays them out) with Gaussian noise of scale ``sigma``."""
+
+    columns: tuple[int, ...]
+    counts: np.ndarray
+    sigma: float
+
+
+class Model:
+    """A graphical model over columns of ``sizes`` codes, fitted to measurements."""
+
+    def __init__(self, sizes: Sequence[int], total: float):
+        mbi = _mbi()
+        self.sizes = tuple(int(s) for s in sizes)
+        self.names = tuple(f"c{j}" for j in range(len(self.sizes)))
+        self.domain = mbi.Domain(self.names, self.sizes)
+        self.total = float(total)
+        self.fitted = None
+        self._factors: tuple[list[str], list[np.ndarray]] | None = None
+
+    def estimate(self, measured: Sequence[Measurement], iterations: int,
+                 check: Callable[[], None] | None = None) -> None:
+        """Fit the model to every measurement so far (warm-started from the last fit);
+        ``check`` runs between blocks of steps (it raises to cancel)."""
+        mbi = _mbi()
+        loss = [mbi.LinearMeasurement(np.asarray(m.counts, dtype=float),
+                                      tuple(self.names[j] for j in m.columns), stddev=m.sigma)
+                for m in measured]
+
+        def callback(_):
+            if check is not None:
+                check()
+
+        self.fitted = mbi.estimation.MirrorDescent().estimate(
+            self.domain, loss, known_total=self.total, iters=iterations,
+            callback_fn=callback, warm_start=self.fitted)
+        self._factors = None
+
+    def marginal(self, columns: Sequence[int]) -> np.ndarray:
+        """The model's counts over ``columns``, flat in row-major order: the product of its
+        potentials summed over every other column (exact inference by one einsum). mbi's
+        own query compiles a program per marginal, a hundred times slower for AIM's
+        candidates; it answers where the einsum cannot (more than 52 columns, underflow)."""
+        if self.fitted is None:
+            raise Cancelled("the model has not been fitted")
+        if self._factors is None:
+            self._factors = self._exponentiated()
+        out = None
+        if len(self.names) <= len(LETTERS):
+            subscripts, arrays = self._factors
+            target = "".join(LETTERS[j] for j in columns)
+            out = np.einsum(",".join(subscripts) + "->" + target, *arrays, optimize="greedy")
+            total = float(out.sum())
+            out = out.ravel() * (self.total / total) if np.isfinite(total) and total > 0 \
+                else None
+        if out is None:
+            factor = self.fitted.project(tuple(self.names[j] for j in columns))
+            out = np.asarray(factor.datavector(flatten=True), dtype=float)
+        return out
+
+    def _exponentiated(self) -> tuple[list[str], list[np.ndarray]]:
+        """Each potential as exp(θ − max θ) with its einsum subscripts, and a vector of ones
+        for any column no potential covers (it is uniform in the model)."""
+        subscripts, arrays, covered = [], [], set()
+        for factor in self.fitted.potentials.tables.values():
+            columns = [self.names.index(a) for a in factor.domain.attributes]
+            values = np.asarray(factor.values, dtype=float)
+            subscripts.append("".join(LETTERS[j] for j in columns if j < len(LETTERS)))
+            arrays.append(np.exp(values - values.max()))
+            covered.update(columns)
+        for j in sorted(set(range(len(self.names))) - covered):
+            subscripts.append(LETTERS[j] if j < len(LETTERS) else "")
+            arrays.append(np.ones(self.sizes[j]))
+        return subscripts, arrays
+
+    def size(self, cliques: Sequence[tuple[int, ...]]) -> int:
+        """Cells of the junction tree a model over ``cliques`` would hold (AIM's limit)."""
+        mbi = _mbi()
+        tree, _ = mbi.junction_tree.make_junction_tree(
+            self.domain, [tuple(self.names[j] for j in c) for c in cliques])
+        return int(sum(self.domain.size(node) for node in tree.nodes))
+
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """(n, d) codes drawn from the fitted model, seeded from ``rng``."""
+        with _SAMPLING:
+            state = np.random.get_state()
+            np.random.seed(int(rng.integers(2**32)))
+            try:
+                data = self.fitted.synthetic_data(int(n)).to_dict()
+            finally:
+                np.random.set_state(state)
+        return np.column_stack([np.asarray(data[name], dtype=np.int64)
+                                for name in self.names])

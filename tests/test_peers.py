@@ -1,0 +1,126 @@
+"""MST and AIM, the peers' methods, on the marginal primitive: their events are the papers'
+(under replace-one, with units), AIM spends exactly its share however many rounds it runs,
+the graphical model's marginals are private-pgm's, and a seed steers only the sampling."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synth.marginals import marginal
+from synth.methods import FitContext, make
+from synth.privacy.budget import Budget
+from synth.privacy.composition import dp_to_zcdp
+from synth.privacy.events import Exponential, Gaussian
+from synth.privacy.mechanisms import replayable_noise
+from synth.privacy.unit import PrivacyUnit
+
+COLUMNS = ["age", "sex", "race", "education", "hours_per_week", "income"]
+
+
+@pytest.fixture(scope="module")
+def small(sample):
+    frame, schema = sample
+    return (frame[COLUMNS].iloc[:1500].reset_index(drop=True),
+            schema.drop([c for c in schema.names if c not in COLUMNS]))
+
+
+def test_mst_charges_thirds_of_rho_with_the_papers_sensitivities(small):
+    frame, schema = small
+    d, rho = len(COLUMNS), dp_to_zcdp(1.0, 1e-5)
+    model = make("mst", {"iterations": 50}).fit(frame, schema, Budget(1.0, 1e-5))
+    events = [e.event for e in model.ledger_.entries]
+    assert len(events) == 1 + 2 * (d - 1)
+    one_way, picks, edges = events[0], events[1:d], events[d:]
+    assert one_way.sensitivity == pytest.approx(math.sqrt(2 * d))  # d stacked histograms
+    assert one_way.rho == pytest.approx(rho / 3)
+    assert all(isinstance(p, Exponential) and p.sensitivity == 2 for p in picks)  # L1 score
+    assert sum(p.epsilon**2 / 8 for p in picks) == pytest.approx(rho / 3)
+    assert all(isinstance(g, Gaussian) and g.sensitivity == pytest.approx(math.sqrt(2))
+               for g in edges)
+    assert sum(g.rho for g in edges) == pytest.approx(rho / 3)
+    assert len(model.tree_) == d - 1  # a spanning tree: d − 1 distinct pairs
+    assert len(set(model.tree_)) == d - 1
+    assert model.ledger_.total_epsilon == pytest.approx(1.0, rel=1e-9)
+
+
+def test_mst_with_units_scales_every_sensitivity_by_k(small):
+    frame, schema = small
+    people = frame.assign(id=np.arange(len(frame)) // 3)
+    model = make("mst", {"iterations": 50}).fit(
+        people, schema, Budget(2.0, 1e-5, unit=PrivacyUnit("id", 3)))
+    events = [e.event for e in model.ledger_.entries if e.stage == "measure"]
+    d = len(COLUMNS)
+    assert events[0].sensitivity == pytest.approx(3 * math.sqrt(2 * d))
+    assert events[1].sensitivity == 6 and events[-1].sensitivity == pytest.approx(
+        3 * math.sqrt(2))
+
+
+def test_a_replaced_unit_moves_a_marginal_by_at_most_2k_in_l1():
+    """The scores' sensitivity: MST's L1 distance and AIM's quality (times its weight) move
+    by at most ‖x − x'‖₁ ≤ 2k when k rows are replaced; the worst neighbour reaches it."""
+    rng = np.random.default_rng(0)
+    sizes = np.array([3, 4, 5])
+    codes = rng.integers(0, sizes, size=(200, 3))
+    for k in (1, 3):
+        worst = 0
+        for _ in range(300):
+            other = codes.copy()
+            rows = rng.choice(len(codes), k, replace=False)
+            other[rows] = rng.integers(0, sizes, size=(k, 3))
+            for cols in ((0,), (0, 1), (1, 2)):
+                gap = np.abs(marginal(codes, sizes, cols) - marginal(other, sizes, cols)).sum()
+                worst = max(worst, gap)
+        assert worst == 2 * k
+
+
+def test_aim_spends_exactly_its_share_in_data_dependent_rounds(small):
+    frame, schema = small
+    events = []
+    model = make("aim", {"round_iterations": 20, "iterations": 50}).fit(
+        frame, schema, Budget(1.0, 1e-5), FitContext(on_event=events.append))
+    ledger = model.ledger_
+    rounds = [e.event for e in ledger.entries][1:]
+    assert model.rounds_ >= 2 and len(rounds) == 2 * model.rounds_
+    assert all(isinstance(a, Exponential) and isinstance(b, Gaussian)
+               for a, b in zip(rounds[::2], rounds[1::2], strict=True))
+    rho = sum(e.event.rho if isinstance(e.event, Gaussian) else e.event.epsilon**2 / 8
+              for e in ledger.entries)
+    assert rho == pytest.approx(dp_to_zcdp(1.0, 1e-5), rel=1e-9)  # all of it, no more
+    assert ledger.total_epsilon <= 1.0 * (1 + 1e-9)
+    sigmas = [g.sigma for g in rounds[1::2]]
+    assert min(sigmas) < sigmas[0]  # annealing: later rounds measure with less noise
+    live = [e for e in events if getattr(e, "stage", None) == "measure"
+            and hasattr(e, "metrics")]
+    assert live and live[-1].metrics["budget_spent"] == pytest.approx(1.0)
+
+
+def test_the_models_marginals_are_private_pgms(small):
+    frame, schema = small
+    model = make("mst", {"iterations": 100}).fit(frame, schema, Budget(1.0, 1e-5)).model_
+    for columns in ((0, 1), (1, 4), (2, 5), (3,)):
+        ours = model.marginal(columns)
+        theirs = np.asarray(model.fitted.project(
+            tuple(model.names[j] for j in columns)).datavector(flatten=True))
+        assert np.allclose(ours, theirs, rtol=1e-8, atol=1e-8)
+        assert ours.sum() == pytest.approx(len(frame))  # the public n is the model's total
+
+
+@pytest.mark.parametrize("name", ["mst", "aim"])
+def test_a_seed_steers_the_sampling_only(small, name):
+    frame, schema = small
+    params = {"iterations": 50, **({"round_iterations": 20} if name == "aim" else {})}
+
+    def release(noise: int, seed: int) -> pd.DataFrame:
+        with replayable_noise(noise):
+            model = make(name, params).fit(frame, schema, Budget(1.0, 1e-5),
+                                           FitContext(postprocessing_seed=seed))
+        return model.sample()
+
+    first = release(1, 5)
+    pd.testing.assert_frame_equal(first, release(1, 5))
+    assert not first.equals(release(1, 6))
+    assert list(first.columns) == COLUMNS and len(first) == len(frame)
