@@ -61,7 +61,7 @@ def reduce_on_cluster(file: Any, schema: Schema, encode: bool, target: str | Non
         raise ParameterError(f"{file.name} is a CSV: a Dask cluster counts Parquet tables; "
                              "convert it, or leave the scheduler out to count it here")
     file.check_unchanged()
-    nulls = file._null_dependent(schema.names)
+    nulls = file.null_dependent(schema.names)
     with dask.config.set({"dataframe.convert-string": False}):
         frame = dd.read_parquet([str(f) for f in file.files], columns=list(schema.names))
         parts = frame.to_delayed()

@@ -220,13 +220,18 @@ def model_width(schema: Schema, bins: int, exact_integers: int = 0) -> int:
     """How many codes a :class:`Discretizer` of ``schema`` would hold, at most, worked out
     without building its edges (a memory model must price ``bins = 10**12`` before any
     array of that size is made)."""
-    width = 0
+    return sum(column_widths(schema, bins, exact_integers))
+
+
+def column_widths(schema: Schema, bins: int, exact_integers: int = 0) -> list[int]:
+    """:func:`model_width` column by column (a marginal's cells are their product)."""
+    widths = []
     for col in schema:
         if col.kind == CATEGORICAL:
-            width += max(len(col.categories or ()), 1)
+            widths.append(max(len(col.categories or ()), 1))
         elif col.integer and col.lower is not None and (
                 col.upper - col.lower + 1 <= exact_integers):
-            width += int(col.upper - col.lower + 1)
+            widths.append(int(col.upper - col.lower + 1))
         else:
-            width += int(bins) + 2
-    return width
+            widths.append(int(bins) + 2)
+    return widths

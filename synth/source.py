@@ -192,7 +192,7 @@ class TableFile:
             raise DataError(f"{self.name} has no columns {absent}; it has {self.columns[:20]}")
         self.check_unchanged()
         select = ", ".join(_ident(c) for c in columns)
-        nulls = self._null_dependent(columns)
+        nulls = self.null_dependent(columns)
         try:
             reader = self._query(f"SELECT {select} FROM {self._scan}").to_arrow_reader(
                 self.chunk_rows)
@@ -231,7 +231,7 @@ class TableFile:
         return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields,
                                                                    self._schema.metadata))
 
-    def _null_dependent(self, columns: Sequence[str]) -> dict[str, str]:
+    def null_dependent(self, columns: Sequence[str]) -> dict[str, str]:
         """Parquet columns whose pandas type depends on holding a null: read whole, pandas
         gives an integer column with a null as floats and a true/false one as objects, so
         every chunk must convert them alike (one aggregate query, answered from the file's

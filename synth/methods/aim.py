@@ -30,14 +30,15 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from synth.encoding import BINS, EXACT_INTEGERS, Discretizer, finalize, model_width
+from synth.encoding import BINS, EXACT_INTEGERS, Discretizer, column_widths, finalize
 from synth.errors import BudgetError, ParameterError
-from synth.marginals import count, marginal, measure, measurement_event, select
+from synth.marginals import check_audible, count, marginal, measure, measurement_event, select
 from synth.methods.base import FitContext, NoiseScale, Synthesizer
 from synth.methods.pgm import Measurement, Model
 from synth.plan import Charge
@@ -142,8 +143,7 @@ class AIM(Synthesizer):
         model = 32 * values["max_cells"]
         if schema is None:
             return {"max_cells": model}
-        widths = [model_width(Schema((c,)), values["bins"], values["exact_integers"])
-                  for c in schema]
+        widths = column_widths(schema, values["bins"], values["exact_integers"])
         chosen, _ = candidates(len(widths), values["degree"])
         cells = sum(math.prod(widths[j] for j in c) for c in chosen)
         return {"max_cells": model, "candidates counted": 8 * cells}
@@ -151,8 +151,11 @@ class AIM(Synthesizer):
     def _charges(self, population: Population, schema: Schema, budget: Budget
                  ) -> list[Charge]:
         """The 1-way measurement, then rounds whose number waits for the data: the stage's
-        share bounds them."""
-        return [Charge(MEASURE, self._first(population, schema, budget)[1]),
+        share bounds them. Refused when the 1-way noise (in counts) exceeds the n rows
+        themselves: the rounds could not steer anything either."""
+        one_way = self._first(population, schema, budget)[1]
+        check_audible(one_way.sigma / population.rows, budget.allowance(MEASURE)[0])
+        return [Charge(MEASURE, one_way),
                 Charge(MEASURE, None, exact=False, waits="AIM's annealing (how many rounds "
                                                          "depends on the data)")]
 
@@ -197,7 +200,10 @@ class AIM(Synthesizer):
         ones = np.split(measure(np.concatenate(true[:d]), one_way), np.cumsum(sizes)[:-1])
         measured = [Measurement((j,), ones[j], one_way.sigma) for j in range(d)]
         model = Model(sizes, self.population_.rows)
-        model.estimate(measured, int(self.round_iterations), check=ctx.check)
+        def quiet(done: int, steps: int) -> None:  # a round's refit: no bar of its own
+            ctx.check()
+
+        model.estimate(measured, int(self.round_iterations), quiet)
         used, t = one_way.rho, 0
         rho_measure, rho_select = ALPHA * per_round, (1 - ALPHA) * per_round
         sensitivity = histogram_l1(1, k) * float(weights.max())
@@ -214,28 +220,25 @@ class AIM(Synthesizer):
             pick = Exponential(math.sqrt(8 * rho_select), sensitivity)
             gauge = measurement_event(histogram_l2(1, k), rho_measure)
             expected = math.sqrt(2 / math.pi) * gauge.sigma * cells
+            answers = {i: model.marginal(chosen[i]) for i in fits}
             scores = np.full(len(chosen), -np.inf)
-            for i in fits:
-                scores[i] = weights[i] * (np.abs(true[i] - model.marginal(chosen[i])).sum()
-                                          - expected[i])
+            for i, answer in answers.items():
+                scores[i] = weights[i] * (np.abs(true[i] - answer).sum() - expected[i])
             self.ledger_.charge(MEASURE, pick, f"round {t}: the worst-answered marginal")
             r = int(select(scores, pick)[0])
             self.ledger_.charge(MEASURE, gauge, f"round {t}: measure "
                                                 f"{' × '.join(schema.names[j] for j in chosen[r])}")
             measured.append(Measurement(chosen[r], measure(true[r], gauge), gauge.sigma))
             used += pick.epsilon**2 / 8 + gauge.rho
-            before = model.marginal(chosen[r])
-            model.estimate(measured, int(self.round_iterations), check=ctx.check)
+            model.estimate(measured, int(self.round_iterations), quiet)
             self.picked_.append(chosen[r])
-            if np.abs(model.marginal(chosen[r]) - before).sum() <= expected[r]:
+            if np.abs(model.marginal(chosen[r]) - answers[r]).sum() <= expected[r]:
                 rho_measure, rho_select = 4 * rho_measure, 4 * rho_select  # σ/2, 2ε
             ctx.progress(MEASURE, t, None, budget_spent=min(used / rho, 1.0),
                          sigma=gauge.sigma)
         ctx.stage(ESTIMATE, int(self.iterations), "fitting the final graphical model "
                                                   "(post-processing)")
-        steps = iter(range(50, 10**9, 50))
-        model.estimate(measured, int(self.iterations), check=lambda: ctx.progress(
-            ESTIMATE, min(next(steps), int(self.iterations)), int(self.iterations)))
+        model.estimate(measured, int(self.iterations), partial(ctx.progress, ESTIMATE))
         self.model_, self.discretizer_, self.rounds_ = model, disc, t
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:

@@ -21,14 +21,15 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from synth.encoding import BINS, EXACT_INTEGERS, Discretizer, finalize, model_width
+from synth.encoding import BINS, EXACT_INTEGERS, Discretizer, column_widths, finalize
 from synth.errors import BudgetError
-from synth.marginals import count, marginal, measure, measurement_event, select
+from synth.marginals import check_audible, count, marginal, measure, measurement_event, select
 from synth.methods.base import FitContext, NoiseScale, Synthesizer
 from synth.methods.pgm import Measurement, Model
 from synth.plan import Charge
@@ -101,13 +102,16 @@ class MST(Synthesizer):
         """Float64 counts of every pair's 2-way marginal (all are counted in one pass)."""
         if schema is None:
             return {"bins": 8 * (values["bins"] + 2) ** 2}
-        widths = [model_width(Schema((c,)), values["bins"], values["exact_integers"])
-                  for c in schema]
+        widths = column_widths(schema, values["bins"], values["exact_integers"])
         return {"pairs counted": 16 * sum(a * b for a, b in itertools.combinations(widths, 2))}
 
     def _charges(self, population: Population, schema: Schema, budget: Budget
                  ) -> list[Charge]:
+        """Exact: no event depends on the data or the row count. Refused when even the
+        quietest measurement's noise (in counts) exceeds the n rows themselves."""
         one_way, pick, edge = self._events(population, schema, budget)
+        check_audible(min(one_way.sigma, (edge or one_way).sigma) / population.rows,
+                      budget.allowance(MEASURE)[0])
         edges = len(schema) - 1
         return [Charge(MEASURE, one_way), *[Charge(MEASURE, pick)] * edges,
                 *[Charge(MEASURE, edge)] * edges]
@@ -163,9 +167,7 @@ class MST(Synthesizer):
             ctx.progress(MEASURE, d + t + 1, 1 + 2 * (d - 1))
         self.model_ = Model(sizes, self.population_.rows)
         ctx.stage(ESTIMATE, int(self.iterations), "fitting a graphical model (post-processing)")
-        steps = iter(range(50, 10**9, 50))
-        self.model_.estimate(measured, int(self.iterations), check=lambda: ctx.progress(
-            ESTIMATE, min(next(steps), int(self.iterations)), int(self.iterations)))
+        self.model_.estimate(measured, int(self.iterations), partial(ctx.progress, ESTIMATE))
         self.discretizer_, self.tree_ = disc, [_label(schema, p) for p in tree]
 
     def _tree(self, pairs, true, ones, pick, ctx, d) -> list[tuple[int, int]]:

@@ -20,6 +20,7 @@ from synth.errors import Cancelled
 
 _SAMPLING = threading.Lock()
 LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # einsum's subscripts
+BLOCK = 50  # mbi's steps between two callbacks (its CALLBACK_EVERY)
 
 
 def _mbi():
@@ -57,17 +58,18 @@ class Model:
         self._factors: tuple[list[str], list[np.ndarray]] | None = None
 
     def estimate(self, measured: Sequence[Measurement], iterations: int,
-                 check: Callable[[], None] | None = None) -> None:
+                 progress: Callable[[int, int], None]) -> None:
         """Fit the model to every measurement so far (warm-started from the last fit);
-        ``check`` runs between blocks of steps (it raises to cancel)."""
+        ``progress(steps done, steps)`` runs after each block of steps (it raises to
+        cancel)."""
         mbi = _mbi()
         loss = [mbi.LinearMeasurement(np.asarray(m.counts, dtype=float),
                                       tuple(self.names[j] for j in m.columns), stddev=m.sigma)
                 for m in measured]
+        blocks = iter(range(BLOCK, 10**12, BLOCK))
 
         def callback(_):
-            if check is not None:
-                check()
+            progress(min(next(blocks), iterations), iterations)
 
         self.fitted = mbi.estimation.MirrorDescent().estimate(
             self.domain, loss, known_total=self.total, iters=iterations,
@@ -81,10 +83,10 @@ class Model:
         candidates; it answers where the einsum cannot (more than 52 columns, underflow)."""
         if self.fitted is None:
             raise Cancelled("the model has not been fitted")
-        if self._factors is None:
-            self._factors = self._exponentiated()
         out = None
         if len(self.names) <= len(LETTERS):
+            if self._factors is None:
+                self._factors = self._exponentiated()
             subscripts, arrays = self._factors
             target = "".join(LETTERS[j] for j in columns)
             out = np.einsum(",".join(subscripts) + "->" + target, *arrays, optimize="greedy")
@@ -103,11 +105,11 @@ class Model:
         for factor in self.fitted.potentials.tables.values():
             columns = [self.names.index(a) for a in factor.domain.attributes]
             values = np.asarray(factor.values, dtype=float)
-            subscripts.append("".join(LETTERS[j] for j in columns if j < len(LETTERS)))
+            subscripts.append("".join(LETTERS[j] for j in columns))
             arrays.append(np.exp(values - values.max()))
             covered.update(columns)
         for j in sorted(set(range(len(self.names))) - covered):
-            subscripts.append(LETTERS[j] if j < len(LETTERS) else "")
+            subscripts.append(LETTERS[j])
             arrays.append(np.ones(self.sizes[j]))
         return subscripts, arrays
 
