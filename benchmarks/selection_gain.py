@@ -47,7 +47,7 @@ def main() -> None:
                        postprocessing_seed=seed)
             records = {"dpselect": select(train, schema, test),
                        "pool, uniform": pool(train, schema, test)}
-            same = np.array_equal(pool.model.table_, select.model.table_)
+            same = np.array_equal(pool.model.table_, select.model.gan_.table_)
             for name, record in records.items():
                 figures = record.figures()
                 rows.append({"epsilon": eps, "seed": seed, "method": name,

@@ -67,9 +67,9 @@ def test_the_ledger_holds_exactly_the_planned_events(sample):
     assert preview[1].event.sigma == pytest.approx(
         math.sqrt(10) / n / math.sqrt(2 * rho))
     assert all(g.sigma <= preview[1].event.sigma * (1 + 1e-12) for g in gaussians)
-    assert model.measured_[:d] == [f"1-way: {c}" for c in schema.names]
-    assert all(schema.target in label for label in model.measured_[d:up])
-    assert len(set(model.measured_)) == up + 4  # no marginal measured twice
+    assert model.selector_.measured_[:d] == [f"1-way: {c}" for c in schema.names]
+    assert all(schema.target in label for label in model.selector_.measured_[d:up])
+    assert len(set(model.selector_.measured_)) == up + 4  # no marginal measured twice
     rounds = [e for e in events if isinstance(e, Progress) and e.stage == "select"]
     assert [e.step for e in rounds] == [0, 1, 2, 3, 4]
     assert {"max_error", "distance"} <= set(rounds[-1].metrics)
@@ -370,10 +370,10 @@ def test_only_numeric_only_categorical_or_one_column(sample):
         sub = schema.drop([c for c in schema.names if c not in keep])
         model = make("dpselect", {**MEASURE, "rounds": 2})
         model.fit(table[keep], sub, Budget(2.0, 1e-5, model.default_shares(sub)))
-        kinds = {label.split(":")[0] for label in model.measured_}
+        kinds = {label.split(":")[0] for label in model.selector_.measured_}
         assert kinds <= ({"1-way", "bt"} if kind == "numeric" else {"1-way", "cat2"})
         assert len(model.sample(200)) == 200
     one = schema.drop([c for c in schema.names if c != "age"])
     model = make("dpselect", MEASURE)
     model.fit(table[["age"]], one, Budget(2.0, 1e-5, model.default_shares(one)))
-    assert model.measured_ == ["1-way: age"]
+    assert model.selector_.measured_ == ["1-way: age"]

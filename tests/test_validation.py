@@ -143,7 +143,8 @@ def test_a_fit_with_numpy_parameters_releases(sample):
 def test_cross_parameter_rules_stay_explicit(private):
     table, schema = private  # domains learned privately: a late refusal would find them paid
     for method, params, message in [
-        ("dpselect", {"parents": 300}, r"parents \(N_s=300\) cannot exceed the population"),
+        ("dpselect", {"engine": "ga", "parents": 300},
+         r"parents \(N_s=300\) cannot exceed the population"),
         ("dpselect", {"engine": "ga", "distance": "l2"}, "l1 distance only"),
         ("dpselect", {"engine": "rows", "sections": 10**6},
          r"sections \(S=1000000\) cannot exceed the table"),

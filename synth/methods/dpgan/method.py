@@ -29,7 +29,7 @@ from synth.methods.base import FitContext, NoiseScale, Synthesizer
 from synth.methods.dpgan.codes import PrivateCodes
 from synth.plan import Charge
 from synth.privacy.accounting import calibrate
-from synth.privacy.budget import Budget
+from synth.privacy.budget import Budget, Ledger
 from synth.privacy.composition import dp_to_zcdp
 from synth.privacy.events import PoissonSampledGaussian, describe
 from synth.privacy.unit import Population
@@ -186,22 +186,27 @@ class DPGAN(Synthesizer):
         return START_SECONDS + STEP_SECONDS * steps
 
     def _fit(self, data: Chunks, schema: Schema, ctx: FitContext) -> None:
-        self.discretizer_ = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
-        codes = PrivateCodes.of_chunks(data, self.discretizer_.codes, len(schema), ctx,
-                                       ctx.check)
-        self.prior_, self.table_ = self._train_gan(codes, ctx)
+        discretizer = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
+        codes = PrivateCodes.of_chunks(data, discretizer.codes, len(schema), ctx, ctx.check)
+        self.train(codes, discretizer, self.ledger_, self.population_, self.rng_, ctx,
+                   self._units)
 
-    def _train_gan(self, codes: PrivateCodes, ctx: FitContext
-                   ) -> tuple[np.ndarray, np.ndarray]:
-        """DP-SGD on ``codes`` as planned for the ledger's whole GAN share."""
+    def train(self, codes: PrivateCodes, discretizer: Discretizer, ledger: Ledger,
+              population: Population, rng: np.random.Generator, ctx: FitContext,
+              units: np.ndarray | None = None) -> DPGAN:
+        """DP-SGD on ``codes`` (in ``discretizer``'s model space) as planned for ``ledger``'s
+        whole GAN share: a DP-GAN's own fit, and DP-Select's pool, which holds one."""
         from synth.methods.dpgan.training import GanSettings, train_gan  # imports torch
 
-        event = self.plan(self.population_.units, *self.ledger_.budget.allowance(GAN))
+        event = self.plan(population.units, *ledger.budget.allowance(GAN))
         settings = GanSettings(self.components, self.critic_hidden, self.generator_batch,
                                self.lr_critic, self.lr_generator)
-        return train_gan(codes, self.discretizer_.sizes, event, self.ledger_, GAN, ctx,
-                         self.rng_, units=self._units, batch_size=self.batch_size,
-                         max_grad_norm=self.max_grad_norm, settings=settings)
+        self.discretizer_ = discretizer
+        self.prior_, self.table_ = train_gan(codes, discretizer.sizes, event, ledger, GAN, ctx,
+                                             rng, units=units, batch_size=self.batch_size,
+                                             max_grad_norm=self.max_grad_norm,
+                                             settings=settings)
+        return self
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         codes = self.sample_codes(n, rng)
