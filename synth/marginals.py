@@ -325,14 +325,16 @@ def select(scores: np.ndarray, event: Exponential) -> np.ndarray:
 
 def plan_rounds(population: Population, epsilon: float, delta: float, workloads: int,
                 widest: float, rounds: int | None, default: int, per_round: int = 1,
-                one_shot: bool = False, stage: str = "queries") -> tuple[int, int, float]:
+                one_shot: bool = False, stage: str = "queries", fixed: int = 0
+                ) -> tuple[int, int, float]:
     """(T, S, ρ per mechanism call) for ``workloads`` candidates whose largest Δ₂ is
     ``widest`` (in rows, for one row per unit), or a clear error. Each of T rounds selects S
-    workloads and measures them: 2TS calls of ρ/(2TS) each; one-shot measures every workload
-    once at ρ/W. The default T is ``default``, but never more rounds than there are workloads
-    to pick, nor so many that a measurement's σ, k·widest/(n·√(2ρ')), would exceed an
-    answer's whole range [0, 1]: on a tiny table fewer workloads are measured, each with more
-    budget. ``stage`` names the budget share in errors."""
+    workloads and measures them, after ``fixed`` measurements made up front: F + 2TS calls
+    of ρ/(F + 2TS) each; one-shot measures every workload once at ρ/W. The default T is
+    ``default``, but never more rounds than there are workloads to pick, nor so many that a
+    measurement's σ, k·widest/(n·√(2ρ')), would exceed an answer's whole range [0, 1]: on a
+    tiny table fewer workloads are measured, each with more budget. ``stage`` names the
+    budget share in errors."""
     if delta <= 0:
         raise BudgetError(f"the Gaussian mechanism needs δ > 0 in the {stage!r} share")
     rho = dp_to_zcdp(epsilon, delta)
@@ -341,10 +343,11 @@ def plan_rounds(population: Population, epsilon: float, delta: float, workloads:
     s = int(per_round)
     if rounds is None:
         rows = population.rows / population.max_rows  # n/k: the answers' scale
-        audible = rho * rows * rows / (s * widest * widest) if widest > 0 else math.inf
-        rounds = max(1, int(min(default, workloads // s, audible)))
+        # σ < 1 while F + 2TS < 2ρ(n/k)²/widest²
+        calls = 2 * rho * rows * rows / (widest * widest) if widest > 0 else math.inf
+        rounds = max(1, int(min(default, workloads // s, (calls - fixed) / (2 * s))))
     check_fits(int(rounds), s, workloads)
-    return int(rounds), s, rho / (2 * int(rounds) * s)
+    return int(rounds), s, rho / (fixed + 2 * int(rounds) * s)
 
 
 def check_fits(rounds: int, per_round: int, workloads: int) -> None:

@@ -48,7 +48,6 @@ from synth.marginals import (
 from synth.marginals import workloads as marginal_workloads
 from synth.methods.dpselect.weights import fit_weights, incidence
 from synth.privacy.budget import Ledger
-from synth.privacy.composition import dp_to_zcdp
 from synth.privacy.events import Gaussian
 from synth.privacy.unit import Population
 from synth.schema import CATEGORICAL, Schema
@@ -136,24 +135,17 @@ def measure_plan(population: Population, schema: Schema, epsilon: float, delta: 
     classes = workloads(Space(schema))
     sens = np.concatenate([q.sensitivity for q in classes])
     fixed = upfront(schema, classes)
-    if len(fixed) == len(sens):  # nothing left to pick
+    if len(fixed) == len(sens):  # nothing left to pick: every workload measured once
         if rounds is not None:
             raise ParameterError("rounds (T) pick among pairs of columns, and this table has "
                                  "none left to pick: leave rounds empty")
-        plan_rounds(population, epsilon, delta, 1, float(sens.max()), 1, 1,  # δ > 0
-                    stage=stage)
-        t = 0
+        t, rho = 0, plan_rounds(population, epsilon, delta, len(fixed), 0.0, None, 1,
+                                one_shot=True, stage=stage)[2]
     else:
         rest = np.delete(sens, fixed)
-        t = plan_rounds(population, epsilon, delta, len(rest), float(rest.max()), rounds,
-                        ROUNDS, stage=stage)[0]
+        t, _, rho = plan_rounds(population, epsilon, delta, len(rest), float(rest.max()),
+                                rounds, ROUNDS, stage=stage, fixed=len(fixed))
     sens = sens * population.max_rows / population.rows
-    total = dp_to_zcdp(epsilon, delta)
-    if rounds is None:  # no more rounds than leave the widest candidate's noise within [0, 1]
-        widest = float(np.delete(sens, fixed).max()) if t else 0.0
-        while t > 1 and measurement_event(widest, total / (len(fixed) + 2 * t)).sigma >= 1:
-            t -= 1
-    rho = total / (len(fixed) + 2 * t)
     check_audible(measurement_event(float(sens.min()), rho).sigma, epsilon,
                   " or the selection's share")
     slots = np.concatenate([np.diff(np.searchsorted([s.offset for s in q.slots], q.bounds))
