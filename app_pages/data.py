@@ -114,6 +114,7 @@ for col in flagged:
             # a new object (kept results are keyed per table object); the privacy account
             # stays the file's as read (ds.read_as)
             ds.table = ds.table.assign(**{col.name: as_numbers(ds.table[col.name])})
+            ds.converted = True  # the file as it lies is no longer this table
             text_flag = tuple(f for f in col.flags if not f.startswith("numbers stored"))
             state.set_base(ds.base.replace_column(
                 edit_column(replace(col, flags=text_flag), ds.table[col.name], NUMERIC)))

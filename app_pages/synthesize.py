@@ -28,6 +28,7 @@ from synth.release import CONFIGURATION, LEDGER, REPORT, TABLE
 from synth.report import steward_report
 from synth.runstore import DIED
 from synth.schema import Schema
+from synth.source import TableFile
 from ui import layout, parameters, runner, state
 
 EPSILONS = [0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
@@ -111,6 +112,14 @@ holdout = schema.target is not None and st.checkbox(
     value=True, key=f"{state.CHOICE}holdout", persist_state="session")
 explain("Held-out rows are never shown to the method, so the accuracy of a model trained on the "
         "synthetic table and tested on them is an honest estimate.")
+cluster = layout.cluster_path(ds, cls.streams, not holdout)
+if cluster is not None:
+    st.caption(f"Counting runs on the Dask cluster at `{layout.scheduler()}` (SYNTH_SCHEDULER): "
+               f"its workers read `{cluster}` where it lies; only counts come back.")
+elif layout.scheduler() is not None and ds.where:
+    st.caption("This run fits the table this app holds: the Dask cluster (SYNTH_SCHEDULER) "
+               "counts a Parquet table read by path, unconverted and whole (no hold-out), "
+               "with one row per person, for a method that counts.")
 
 
 def about(seconds: float) -> str:
@@ -234,8 +243,8 @@ with st.expander("Composition explorer: what n selections may each spend"):
         st.info("Composition with δ = 0 leaves only basic composition: ε/n per step.")
 
 
-def work(run: runs.Run, private: pd.DataFrame, test: pd.DataFrame | None, schema: Schema,
-         keep, ctx) -> None:
+def work(run: runs.Run, private: pd.DataFrame | TableFile, test: pd.DataFrame | None,
+         schema: Schema, keep, ctx) -> None:
     """What the background thread runs (it never touches Streamlit): the run, recorded in
     the run store with its release, its record kept here with its measurements (``keep``)."""
     record = run(private, schema, test, ctx)
@@ -279,6 +288,8 @@ def start() -> bool:
     started (a failure is shown)."""
     with state.guard("Starting the run"):
         private, test = state.split(ds, schema, holdout)
+        if cluster is not None:  # counted by the cluster's workers where it lies
+            private = TableFile(cluster, scheduler=layout.scheduler())
         split_note = (f" {cls.share_param}={model.get_params()[cls.share_param]:g}"
                       if cls.share_param else "")
         seed_note = f" seed={seed}" if seed is not None else ""

@@ -193,6 +193,50 @@ def test_a_table_over_the_upload_limit_is_read_by_path_on_the_server(app, monkey
     assert "parts: 5,000 rows" in texts(app)
 
 
+def test_the_servers_dask_cluster_counts_a_parquet_table_read_by_path(app, monkeypatch,
+                                                                      tmp_path):
+    """With SYNTH_SCHEDULER set, a run over a Parquet table read by path is counted by the
+    cluster's workers where it lies (a method that needs every row in memory fits the
+    table the app holds); a scheduler that does not answer fails the run in one line and
+    keeps earlier runs."""
+    distributed = pytest.importorskip("distributed")
+    import pandas as pd
+
+    root = tmp_path / "root"
+    (root / "parts").mkdir(parents=True)
+    table = pd.DataFrame({"age": [20 + i % 50 for i in range(3000)],
+                          "group": ["abc"[i % 3] for i in range(3000)]})
+    table.iloc[:1500].to_parquet(root / "parts" / "a.parquet", index=False)
+    table.iloc[1500:].to_parquet(root / "parts" / "b.parquet", index=False)
+    monkeypatch.setenv("SYNTH_DATA_ROOT", str(root))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None) as cluster:
+        monkeypatch.setenv("SYNTH_SCHEDULER", cluster.scheduler_address)
+        app.run()
+        app.sidebar.text_input(key="server-path").set_value("parts").run()
+        button(app, "Read it").click().run()
+        app.switch_page("app_pages/data.py").run()
+        labelled(app.checkbox, "I have checked each column").check().run()
+        app.switch_page(SYNTH).run()
+        app.selectbox[0].set_value("dpselect").run()  # it weighs its pool against every row
+        assert "the Dask cluster (SYNTH_SCHEDULER) counts a Parquet table" in texts(app)
+        app.selectbox[0].set_value("independent").run()
+        assert f"Counting runs on the Dask cluster at `{cluster.scheduler_address}`" in texts(
+            app)
+        app.select_slider[0].set_value(8.0).run()
+        assert "count_partition" not in cluster.scheduler.task_prefixes
+        run(app)
+        assert not app.exception and not app.error, [e.value for e in app.error]
+        assert "count_partition" in cluster.scheduler.task_prefixes  # the workers counted
+        assert "1 finished run of this table" in texts(app)
+    monkeypatch.setenv("SYNTH_SCHEDULER", "tcp://127.0.0.1:9")  # nothing answers there
+    app.run()
+    run(app)
+    assert any("no Dask scheduler answers at 'tcp://127.0.0.1:9'" in e.value
+               for e in app.error), [e.value for e in app.error]
+    assert not app.exception and "1 finished run of this table" in texts(app)  # kept
+
+
 def test_a_latin1_upload_is_refused_until_its_encoding_is_chosen(app):
     rows = "\n".join(f"{i},{'Zürich' if i % 2 else 'Genève'}" for i in range(40))
     data = f"n,city\n{rows}\n".encode("latin-1")

@@ -137,6 +137,24 @@ def data_root() -> Path | None:
     return Path(root).resolve() if root else None
 
 
+def scheduler() -> str | None:
+    """The steward's Dask scheduler (SYNTH_SCHEDULER), whose workers count a Parquet table
+    read by path where it lies, or None. Every worker must read the table at that path."""
+    return os.environ.get("SYNTH_SCHEDULER") or None
+
+
+def cluster_path(ds: state.Dataset, streams: bool, whole: bool) -> Path | None:
+    """The Parquet the open table was read from, for the SYNTH_SCHEDULER cluster to count,
+    when a run can fit it there: read by path and not converted since, the whole table (no
+    hold-out), one row per unit, and a method that counts (``streams``). Otherwise None:
+    the run fits the table this app holds."""
+    path = Path(ds.where)
+    if (scheduler() is None or not ds.where or ds.converted or not streams or not whole
+            or ds.unit.declared or not (path.is_dir() or path.suffix.lower() == ".parquet")):
+        return None
+    return path
+
+
 def server_table(typed: str, root: Path, encoding: str | None = None) -> TableFile:
     """The table at ``typed`` under ``root``, or a refusal naming what the user typed: only
     tables (.csv, .tsv, .txt, .parquet, or a folder of .parquet files) under the root, no

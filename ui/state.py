@@ -62,6 +62,7 @@ class Dataset:
     unit: PrivacyUnit = field(default_factory=PrivacyUnit)  # whom a run protects
     unit_problem: str = ""  # why the chosen unit column was refused: nothing may run then
     where: str = ""  # the server path it was read from, for a table read by path
+    converted: bool = False  # a conversion (Read as numbers) changed it since it was read
     # whose privacy account it is: the fingerprint of ``table`` as read, taken once here, so
     # a conversion the app offers later (Read as numbers) keeps the account of the same file
     # that the CLI, a sweep or another upload reaches

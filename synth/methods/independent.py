@@ -87,10 +87,11 @@ class IndependentMarginals(Synthesizer):
 
     def histograms(self, data: Chunks, ctx: FitContext) -> np.ndarray:
         """Every column's histogram, stacked: counts summed over the table's chunks."""
-        sizes = self.discretizer_.sizes
+        disc = self.discretizer_  # the counter holds it alone: a cluster's workers get it
+        sizes = disc.sizes
 
         def counter(frame: pd.DataFrame) -> list[np.ndarray]:
-            codes = self.discretizer_.codes(frame)
+            codes = disc.codes(frame)
             return [np.concatenate([marginal(codes, sizes, (j,)) for j in range(len(sizes))])]
 
         return count(data, counter, ctx, COUNT, "counting each column's histogram")[0]
