@@ -9,17 +9,31 @@ process, so peak memory is the run's own. Results merge into benchmarks/results/
 
     python benchmarks/peers.py --methods mst aim --epsilons 1 2 --seeds 1
     python benchmarks/peers.py                  # the issue's grid: 4 methods × 5 ε × 3 seeds
+    python benchmarks/peers.py --opendp         # OpenDP's own AIM and MST, ε ∈ {1, 2}, seed 0
+    python benchmarks/peers.py --dask           # 10M rows counted by Dask and DuckDB
+
+``--opendp`` runs OpenDP's AIM and MST (``opendp[mbi]``, which pins mbi 1.1 and its own
+polars) as an outside comparator, in an environment of their own made on first use
+(``OPENDP_ENV``, default ~/.cache/synth-benchmarks/opendp), through
+benchmarks/opendp_peer.py, with DP Wizard's defaults: the public keys, 10 equal-width cuts
+over the public bounds, pure ε-DP. A failure is recorded as one. ``--dask`` writes a
+10M-row Parquet folder (Adult's train split, resampled; in a temporary folder) and counts
+every 1-way and 2-way marginal on a 2-worker LocalCluster and by DuckDB on this machine:
+the counts must be equal exactly; the times of both go to the results.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import os
 import platform
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,6 +42,11 @@ OUT = REPO / "benchmarks/results/peers.json"
 DELTA = 1e-5
 METHODS = ("mst", "aim", "gsd", "dpselect")
 EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0)
+OPENDP = ("aim", "mst")
+OPENDP_EPSILONS = (1.0, 2.0)
+OPENDP_SECONDS = 1800  # a run still going after this is recorded as a failure
+OPENDP_CUTS = 10  # DP Wizard's default bin count
+DASK_ROWS = 10_000_000
 TARGETS = {"mst_tvd2_at_1": 0.059, "aim_tvd2_at_1": 0.051, "aim_seconds_at_1": 600}
 ANCHORS = {"mst_tvd2": {"1": 0.054, "2": 0.050}, "aim_tvd2": {"1": 0.051, "2": 0.049},
            "aim_minutes_before": "18-30", "gsd_tvd2_at_1": "0.049-0.051",
@@ -74,16 +93,166 @@ def summarise(runs: list[dict]) -> dict:
     return cells
 
 
+def split():
+    """(train, test, schema) of Adult by the protocol."""
+    from synth.data import read_table
+    from synth.protocol import adult_schema, protocol_split
+
+    table = read_table(REPO.parent / "shared/data/adult.csv")
+    train, _, test = protocol_split(table)
+    return train, test, adult_schema(table)
+
+
+def opendp_env() -> Path:
+    """The outside comparator's Python: OpenDP with its own mbi and polars, made once."""
+    env = Path(os.environ.get("OPENDP_ENV", Path.home() / ".cache/synth-benchmarks/opendp"))
+    python = env / "bin/python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "opendp[mbi]"],
+                       check=True)
+    return python
+
+
+def opendp_runs() -> list[dict]:
+    """OpenDP's AIM and MST at ε ∈ {1, 2}, one run each, scored as ours are."""
+    import pandas as pd
+
+    from synth.evaluation import marginal_tvd, utility
+    from synth.schema import CATEGORICAL, prepare
+
+    train, test, schema = split()
+    python = opendp_env()
+    version = subprocess.run([str(python), "-c", "import opendp, mbi; print(opendp.__version__,"
+                              " mbi.__version__ if hasattr(mbi, '__version__') else '1.x')"],
+                             capture_output=True, text=True, check=False).stdout.strip()
+    keys = {c.name: list(c.categories) for c in schema if c.kind == CATEGORICAL}
+    cuts = {c.name: sorted({round(c.lower + i * (c.upper - c.lower) / OPENDP_CUTS)
+                            for i in range(1, OPENDP_CUTS)})
+            for c in schema if c.kind != CATEGORICAL}
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        train.to_csv(Path(tmp) / "train.csv", index=False)
+        for algorithm, epsilon in itertools.product(OPENDP, OPENDP_EPSILONS):
+            out, spec = Path(tmp) / "synthetic.csv", Path(tmp) / "spec.json"
+            out.unlink(missing_ok=True)
+            spec.write_text(json.dumps({
+                "train": str(Path(tmp) / "train.csv"), "algorithm": algorithm,
+                "epsilon": epsilon, "columns": list(schema.names), "keys": keys,
+                "cuts": cuts, "rows": len(train), "out": str(out)}))
+            run = {"method": f"opendp-{algorithm}", "epsilon": epsilon, "seed": 0,
+                   "opendp": version}
+            try:
+                child = subprocess.run([str(python), str(REPO / "benchmarks/opendp_peer.py"),
+                                        str(spec)], capture_output=True, text=True,
+                                       check=False, timeout=OPENDP_SECONDS)
+            except subprocess.TimeoutExpired:
+                runs.append({**run, "failed": [f"no release in {OPENDP_SECONDS} s"]})
+                print(json.dumps(runs[-1]), flush=True)
+                continue
+            if child.returncode:
+                lines = [x for x in child.stderr.strip().splitlines() if x.strip()]
+                runs.append({**run, "failed": [x for x in lines if "Error" in x][-1:]
+                             or lines[-1:]})
+                print(json.dumps(runs[-1]), flush=True)
+                continue
+            timing = json.loads(child.stdout.strip().splitlines()[-1])
+            # OpenDP's release may hold nulls (a key's null bin): scored on its rows without
+            # any, their share reported
+            released = pd.read_csv(out, dtype=dict.fromkeys(keys, str))
+            complete = released.notna().all(axis=1)
+            synthetic = prepare(released[complete].reset_index(drop=True), schema)
+            fidelity = marginal_tvd(train, synthetic, schema)
+            scores = utility(test, synthetic, schema)
+            runs.append({**run, **timing, "rows_with_nulls": round(1 - complete.mean(), 4),
+                         "tvd1": round(fidelity.tvd1, 4),
+                         "tvd2": round(fidelity.tvd2, 4), "tree": round(scores["accuracy"], 4),
+                         "logistic": round(scores["logistic_accuracy"], 4),
+                         "settings": f"keys public, {OPENDP_CUTS} cuts per numeric column, "
+                                     "pure ε-DP (OpenDP's rule when keys and cuts span every "
+                                     "column), AIM()/MST() defaults"})
+            print(json.dumps(runs[-1]), flush=True)
+    return runs
+
+
+def dask_counts() -> dict:
+    """10M rows counted on a 2-worker LocalCluster and by DuckDB: equal exactly; times."""
+    import distributed
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from synth import missing
+    from synth.encoding import Discretizer
+    from synth.marginals import count, marginal
+    from synth.methods import FitContext
+    from synth.source import Chunks, TableFile
+
+    train, _, schema = split()
+    model = missing.model_schema(schema)
+    disc = Discretizer(model, bins=32, exact_integers=128)
+    marginals = [*((j,) for j in range(len(model))),
+                 *itertools.combinations(range(len(model)), 2)]
+
+    def counter(frame):
+        codes = disc.codes(frame)
+        return [marginal(codes, disc.sizes, m) for m in marginals]
+
+    result = {"rows": DASK_ROWS, "marginals": len(marginals), "workers": 2}
+    with tempfile.TemporaryDirectory() as tmp:
+        rng = np.random.default_rng(0)
+        parts = 20
+        for i in range(parts):
+            rows = train.iloc[rng.integers(0, len(train), DASK_ROWS // parts)]
+            pq.write_table(pa.Table.from_pandas(rows, preserve_index=False),
+                           Path(tmp) / f"part-{i:02d}.parquet")
+        started = time.perf_counter()
+        local = count(Chunks.of_file(TableFile(tmp), schema), counter, FitContext(),
+                      "count", "")
+        result["duckdb_seconds"] = round(time.perf_counter() - started, 1)
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster:
+            started = time.perf_counter()
+            clustered = count(Chunks.of_file(TableFile(tmp, scheduler=cluster.scheduler_address),
+                                             schema), counter, FitContext(), "count", "")
+            result["dask_seconds"] = round(time.perf_counter() - started, 1)
+    result["equal_exactly"] = all(np.array_equal(a, b) for a, b in zip(local, clustered,
+                                                                          strict=True))
+    result["rows_counted"] = int(local[0].sum())
+    print(json.dumps(result), flush=True)
+    return result
+
+
+def save(update: dict) -> None:
+    """Merge ``update`` into the results file (written whole, atomically)."""
+    results = json.loads(OUT.read_text()) if OUT.exists() else {}
+    results.update(update)
+    results["summary"] = summarise([r for r in results.get("runs", []) if "failed" not in r])
+    results["opendp_summary"] = summarise([r for r in results.get("opendp", [])
+                                           if "failed" not in r])
+    tmp = OUT.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(results, indent=1) + "\n")
+    tmp.replace(OUT)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--methods", nargs="+", default=list(METHODS))
     parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--opendp", action="store_true", help="OpenDP's AIM and MST only")
+    parser.add_argument("--dask", action="store_true", help="the 10M-row count only")
     parser.add_argument("--one", nargs=3, metavar=("METHOD", "EPSILON", "SEED"),
                         help=argparse.SUPPRESS)  # a child process's single run
     args = parser.parse_args()
     if args.one:
         print(json.dumps(one(args.one[0], float(args.one[1]), int(args.one[2]))))
+        return
+    if args.opendp:
+        save({"opendp": opendp_runs()})
+        return
+    if args.dask:
+        save({"dask": dask_counts()})
         return
     done = json.loads(OUT.read_text())["runs"] if OUT.exists() else []
     for method in args.methods:
@@ -100,14 +269,11 @@ def main() -> None:
                 done = [r for r in done if (r["method"], r["epsilon"], r["seed"]) != (
                     method, epsilon, seed)] + [run]
                 print(json.dumps(run), flush=True)
-                OUT.write_text(json.dumps({
-                    "protocol": "Adult by DESIGN.md: train split (21,707 rows), δ = 1e-5, "
-                                "method defaults, one process per run",
-                    "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}, "
-                               "2 cores (this project's CI class)",
-                    "targets": TARGETS, "anchors": ANCHORS,
-                    "summary": summarise([r for r in done if "failed" not in r]),
-                    "runs": done}, indent=1) + "\n")
+                save({"protocol": "Adult by DESIGN.md: train split (21,707 rows), δ = 1e-5, "
+                                  "method defaults, one process per run",
+                      "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}, "
+                                 "2 cores (this project's CI class)",
+                      "targets": TARGETS, "anchors": ANCHORS, "runs": done})
 
 
 if __name__ == "__main__":
