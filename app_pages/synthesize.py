@@ -61,7 +61,11 @@ def explain(text: str) -> None:
 method = st.selectbox("Method", list(METHODS), format_func=lambda m: METHODS[m].title,
                       key=f"{state.CHOICE}method", persist_state="session")
 cls = METHODS[method]
-st.caption(f"{cls.summary}  \nSource: {cls.paper}")
+st.caption(f"{cls.summary}  \n**When:** {cls.when}  \nSource: {cls.paper}")
+with st.expander("Which method when? One line each, from the benchmarks"):
+    st.markdown("\n".join(f"- **{m.title}**: {m.when}" for m in METHODS.values()))
+    st.caption("Adult by the measuring protocol (21,707 training rows, δ = 1e-5), medians of "
+               "3 seeds on 2 cores; benchmarks/results/peers.json has every ε from 0.5 to 8.")
 explain("Each method turns the private table into a model under differential privacy, then "
         "samples synthetic rows from the model; sampling costs no further privacy.")
 
@@ -112,14 +116,14 @@ holdout = schema.target is not None and st.checkbox(
     value=True, key=f"{state.CHOICE}holdout", persist_state="session")
 explain("Held-out rows are never shown to the method, so the accuracy of a model trained on the "
         "synthetic table and tested on them is an honest estimate.")
-cluster = layout.cluster_path(ds, cls.streams, not holdout)
+cluster = layout.cluster_file(ds, cls.counts, not holdout)
 if cluster is not None:
-    st.caption(f"Counting runs on the Dask cluster at `{layout.scheduler()}` (SYNTH_SCHEDULER): "
-               f"its workers read `{cluster}` where it lies; only counts come back.")
+    st.caption(f"Counting runs on the Dask cluster at `{cluster.scheduler}` (SYNTH_SCHEDULER): "
+               f"its workers read `{cluster.path}` where it lies and send back counts.")
 elif layout.scheduler() is not None and ds.where:
     st.caption("This run fits the table this app holds: the Dask cluster (SYNTH_SCHEDULER) "
                "counts a Parquet table read by path, unconverted and whole (no hold-out), "
-               "with one row per person, for a method that counts.")
+               "with one row per person, for a method that only counts.")
 
 
 def about(seconds: float) -> str:
@@ -289,7 +293,8 @@ def start() -> bool:
     with state.guard("Starting the run"):
         private, test = state.split(ds, schema, holdout)
         if cluster is not None:  # counted by the cluster's workers where it lies
-            private = TableFile(cluster, scheduler=layout.scheduler())
+            cluster.check_unchanged()  # the table the account knows, as it was read
+            private = cluster
         split_note = (f" {cls.share_param}={model.get_params()[cls.share_param]:g}"
                       if cls.share_param else "")
         seed_note = f" seed={seed}" if seed is not None else ""

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from synth import missing
-from synth.errors import DataError, ParameterError
+from synth.errors import DataError, ParameterError, SynthError
 from synth.marginals import add_up
 from synth.schema import Schema, check_target, prepare
 
@@ -80,7 +80,13 @@ def reduce_on_cluster(file: Any, schema: Schema, encode: bool, target: str | Non
         seen, classes = 0, set()
         try:
             for future in as_completed(futures, loop=client.loop):
-                counts, rows, found = future.result()
+                try:
+                    counts, rows, found = future.result()
+                except SynthError:
+                    raise
+                except Exception as exc:  # a worker without the file, a read error
+                    raise DataError(f"a worker of {file.scheduler} could not count "
+                                    f"{file.name}: {type(exc).__name__}: {exc}") from None
                 results[order[future.key]] = counts
                 seen += rows
                 classes.update(found)

@@ -343,9 +343,11 @@ def plan_rounds(population: Population, epsilon: float, delta: float, workloads:
     s = int(per_round)
     if rounds is None:
         rows = population.rows / population.max_rows  # n/k: the answers' scale
-        # σ < 1 while F + 2TS < 2ρ(n/k)²/widest²
+        # σ < 1 while F + 2TS < 2ρ(n/k)²/widest²: T below (that − F)/2S
         calls = 2 * rho * rows * rows / (widest * widest) if widest > 0 else math.inf
-        rounds = max(1, int(min(default, workloads // s, (calls - fixed) / (2 * s))))
+        below = (calls - fixed) / (2 * s)
+        audible = math.ceil(below) - 1 if math.isfinite(below) else math.inf
+        rounds = max(1, int(min(default, workloads // s, audible)))
     check_fits(int(rounds), s, workloads)
     return int(rounds), s, rho / (fixed + 2 * int(rounds) * s)
 

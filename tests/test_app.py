@@ -235,6 +235,11 @@ def test_the_servers_dask_cluster_counts_a_parquet_table_read_by_path(app, monke
     assert any("no Dask scheduler answers at 'tcp://127.0.0.1:9'" in e.value
                for e in app.error), [e.value for e in app.error]
     assert not app.exception and "1 finished run of this table" in texts(app)  # kept
+    table.iloc[:1000].to_parquet(root / "parts" / "a.parquet", index=False)  # not as read
+    spend(app)
+    assert any("changed while it was read" in e.value for e in app.error), [
+        e.value for e in app.error]
+    assert "job" not in app.session_state and "1 finished run of this table" in texts(app)
 
 
 def test_a_latin1_upload_is_refused_until_its_encoding_is_chosen(app):
@@ -1077,3 +1082,14 @@ def test_the_panel_sample_protects_people_and_the_sidebar_totals_them_apart(app,
     assert not any("No one has more than" in w.value for w in app.warning)
     labelled(app.number_input, "At most k rows per person").set_value(most + 1).run()
     assert any(f"No one has more than {most} rows" in w.value for w in app.warning)
+
+
+def test_each_method_says_when_it_is_the_better_choice(app):
+    """The chosen method's sentence under the picker, and every method's in one list."""
+    from synth.methods import METHODS
+
+    app.switch_page(SYNTH).run()
+    assert f"**When:** {METHODS['independent'].when}" in texts(app)
+    listed = next(e for e in app.expander if e.label.startswith("Which method when?"))
+    shown = "\n".join(m.value for m in listed.markdown)
+    assert all(f"**{m.title}**: {m.when}" in shown for m in METHODS.values())

@@ -4,6 +4,7 @@ the graphical model's marginals are private-pgm's, and a seed steers only the sa
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -18,6 +19,8 @@ from synth.privacy.composition import dp_to_zcdp
 from synth.privacy.events import Exponential, Gaussian
 from synth.privacy.mechanisms import replayable_noise
 from synth.privacy.unit import PrivacyUnit
+
+from .conftest import REPO
 
 COLUMNS = ["age", "sex", "race", "education", "hours_per_week", "income"]
 
@@ -135,3 +138,16 @@ def test_a_seed_steers_the_sampling_only(small, name):
     pd.testing.assert_frame_equal(first, release(1, 5))
     assert not first.equals(release(1, 6))
     assert list(first.columns) == COLUMNS and len(first) == len(frame)
+
+
+@pytest.mark.parametrize("method", ["mst", "aim", "gsd", "dpselect"])
+def test_when_to_choose_a_method_quotes_its_benchmark(method):
+    """The Synthesize page's sentence on when a method is the better choice gives the
+    benchmark's own medians at ε = 1 (benchmarks/results/peers.json), not remembered ones."""
+    results = json.loads((REPO / "benchmarks/results/peers.json").read_text())
+    cell = results["summary"][f"{method} at ε=1"]
+    text = METHODS[method].when
+    assert cell["seeds"] == 3
+    assert f"2-way TVD {cell['tvd2']['median']:.3f}" in text
+    assert f"tree accuracy {cell['tree']['median']:.3f}" in text
+    assert f"{cell['seconds']['median']:.0f} s" in text

@@ -6,6 +6,7 @@ of every page run (AppTest reruns only the page script under st.navigation).
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 from collections.abc import Callable
@@ -143,16 +144,18 @@ def scheduler() -> str | None:
     return os.environ.get("SYNTH_SCHEDULER") or None
 
 
-def cluster_path(ds: state.Dataset, streams: bool, whole: bool) -> Path | None:
-    """The Parquet the open table was read from, for the SYNTH_SCHEDULER cluster to count,
-    when a run can fit it there: read by path and not converted since, the whole table (no
-    hold-out), one row per unit, and a method that counts (``streams``). Otherwise None:
-    the run fits the table this app holds."""
-    path = Path(ds.where)
-    if (scheduler() is None or not ds.where or ds.converted or not streams or not whole
-            or ds.unit.declared or not (path.is_dir() or path.suffix.lower() == ".parquet")):
+def cluster_file(ds: state.Dataset, counts: bool, whole: bool) -> TableFile | None:
+    """The Parquet the open table was read from, as it was read (its files and their
+    stamps), for the SYNTH_SCHEDULER cluster to count, when a run can count it there: not
+    converted since, the whole table (no hold-out), one row per unit, and a method that
+    ``counts``. Otherwise None: the run fits the table this app holds."""
+    source = ds.source
+    if (scheduler() is None or source is None or source.kind == "CSV" or ds.converted
+            or not counts or not whole or ds.unit.declared):
         return None
-    return path
+    file = copy.copy(source)  # the files and stamps of the read; this run's scheduler
+    file.scheduler = scheduler()
+    return file
 
 
 def server_table(typed: str, root: Path, encoding: str | None = None) -> TableFile:
@@ -207,7 +210,7 @@ def server_file(encoding: str) -> None:
                     raise DataError(f"{file.name} has a header but no data rows")
                 schema = infer_schema(table)
                 state.set_dataset(state.Dataset(file.path.name, table, schema, schema,
-                                                where=str(file.path)))
+                                                where=str(file.path), source=file))
                 st.rerun()
 
 

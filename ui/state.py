@@ -37,6 +37,7 @@ from ui import runner
 
 if TYPE_CHECKING:
     from synth.evaluation import Fidelity
+    from synth.source import TableFile
 
 log = logging.getLogger(__name__)
 _LOCK = threading.Lock()  # the live registry's check-then-register is one step
@@ -62,6 +63,8 @@ class Dataset:
     unit: PrivacyUnit = field(default_factory=PrivacyUnit)  # whom a run protects
     unit_problem: str = ""  # why the chosen unit column was refused: nothing may run then
     where: str = ""  # the server path it was read from, for a table read by path
+    # that file as it was read (its files and their stamps): what a Dask cluster counts
+    source: TableFile | None = field(default=None, repr=False)
     converted: bool = False  # a conversion (Read as numbers) changed it since it was read
     # whose privacy account it is: the fingerprint of ``table`` as read, taken once here, so
     # a conversion the app offers later (Read as numbers) keeps the account of the same file

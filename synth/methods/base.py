@@ -175,7 +175,10 @@ class Synthesizer:
 
     name: ClassVar[str]
     title: ClassVar[str]
-    summary: ClassVar[str]  # two lines for the app: what it does and when to use it
+    summary: ClassVar[str]  # two lines for the app: what it does
+    # one sentence for the app on when it is the better choice, with the figures of the
+    # benchmarks that say so (benchmarks/results/peers.json, Adult by the protocol)
+    when: ClassVar[str]
     paper: ClassVar[str]
     stages: ClassVar[Mapping[str, float]]  # the method's own budget shares, summing to 1
     # the accountant each stage's events are composed by (synth.privacy.accounting)
@@ -193,6 +196,9 @@ class Synthesizer:
     # rows its batches draw): its _fit takes the table as Chunks, and a file is read a chunk
     # at a time; otherwise _fit takes the whole table as a DataFrame
     streams: ClassVar[bool] = False
+    # True for a method that reads the table only through synth.marginals.count: a Dask
+    # cluster can then count a Parquet table where it lies (TableFile's scheduler)
+    counts: ClassVar[bool] = False
     # a small setting that fits a few thousand rows in seconds: what the method contract suite
     # (tests/test_contract.py) and smoke checks run, never a default for stewards
     quick: ClassVar[Mapping[str, Any]] = {}

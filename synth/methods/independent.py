@@ -49,7 +49,11 @@ class IndependentMarginals(Synthesizer):
     summary = ("Measures each column's histogram once with Gaussian noise and samples columns "
                "independently. Fast and private, but keeps no relationships: the baseline.")
     paper = "baseline (no paper)"
+    when = ("A yardstick, or for one column at a time: on Adult at ε = 1 it is the fastest "
+            "(0.2 s) and matches single columns best (1-way TVD 0.009), but keeps no "
+            "relationships (2-way TVD 0.080; its trees score the majority class, 0.755).")
     streams = True
+    counts = True
     quick: ClassVar[Mapping[str, Any]] = {"bins": 8}
     stages: ClassVar[Mapping[str, float]] = {MEASURE: 1.0}
     accountants: ClassVar[Mapping[str, str]] = {MEASURE: "zcdp"}

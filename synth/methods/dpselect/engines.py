@@ -77,12 +77,7 @@ class Engine:
             setattr(self, name, values[name])
 
     def check_unit(self, unit: PrivacyUnit) -> None:
-        if unit.max_rows > 1:
-            raise ParameterError(
-                f"DP-Select's selection is calibrated for one row per unit (its sections' "
-                f"sizes are public only then); it cannot protect units of up to "
-                f"{unit.max_rows} rows. Keep one row per unit, choose the measure engine, or "
-                "choose DP-GAN, Private-GSD or independent marginals")
+        """Refuse, by name, a unit of protection the selection cannot calibrate for."""
 
     def check_rules(self, values: Mapping[str, Any], population: Population | None,
                     schema: Schema | None) -> None:
@@ -132,7 +127,7 @@ class Engine:
 
 class Measure(Engine):
     """Gaussian measurements of the table's marginals, then the pool weighted to fit them
-    (:mod:`.measure`): zCDP, and the only engine that protects units of several rows."""
+    (:mod:`.measure`): zCDP over n̂, as GSD's, so it protects units of several rows."""
 
     name = "measure"
     accountant = "zcdp"
@@ -141,9 +136,6 @@ class Measure(Engine):
         Param("rounds", int, low=1, optional=True, symbol="T", label="Rounds (measure)",
               help="The measure engine's rounds, each picking and measuring one marginal; "
                    f"empty takes {ROUNDS}, fewer on a small or narrow table."))
-
-    def check_unit(self, unit: PrivacyUnit) -> None:
-        """Any unit: the measurements count over n̂, as GSD's do."""
 
     def check_rules(self, values: Mapping[str, Any], population: Population | None,
                     schema: Schema | None) -> None:
@@ -274,6 +266,14 @@ class Sectioned(Engine):
               label="Share of column pairs",
               help="The 2-way marginals matched: this share of all column pairs, the most "
                    "dependent ones in the pool."))
+
+    def check_unit(self, unit: PrivacyUnit) -> None:
+        if unit.max_rows > 1:
+            raise ParameterError(
+                f"DP-Select's selection is calibrated for one row per unit (its sections' "
+                f"sizes are public only then); it cannot protect units of up to "
+                f"{unit.max_rows} rows. Keep one row per unit, choose the measure engine, or "
+                "choose DP-GAN, Private-GSD or independent marginals")
 
     @property
     def section_count(self) -> int:

@@ -75,6 +75,9 @@ class DPSelect(Synthesizer):
     summary = ("Trains a DP-GAN on a small share of the budget, draws a large pool from it, then "
                "chooses output rows from the pool to match privately measured marginals.")
     paper = "Ebrahimianghazani 2023 (MMath thesis, Waterloo)"
+    when = ("The best model of the target when two minutes are fine: on Adult at ε = 1 (measure "
+            "engine), 2-way TVD {dps_tvd2} and tree accuracy {dps_tree} in {dps_s} s; it holds the "
+            "table in memory.")
     share_param = "gan_share"
     quick: ClassVar[Mapping[str, Any]] = {"epochs": 0.2, "rounds": 2}
     params: ClassVar[Mapping[str, Param]] = specs(
@@ -139,8 +142,11 @@ class DPSelect(Synthesizer):
 
     @property
     def accountants(self) -> dict[str, str]:  # type: ignore[override]
-        """The GAN's PLD, and the selection's: its engine's."""
-        return {GAN: "pld", SELECT: self.selector.accountant}
+        """The GAN's PLD, and the selection's: its engine's (the default engine's for an
+        engine not known, which the parameter checks then refuse by name)."""
+        engine = next((e for name, e in ENGINES.items() if name == self.engine),
+                      ENGINES[self.param_defaults()["engine"]])
+        return {GAN: "pld", SELECT: engine.accountant}
 
     @property
     def selector(self) -> Engine:

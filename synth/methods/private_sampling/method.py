@@ -61,6 +61,8 @@ class PrivateSampling(Synthesizer):
                "marginals on the Boolean cube. Its theorems almost never hold on real tables: "
                "a demonstration, checked on the Feasibility page.")
     paper = "Boedihardjo, Strohmer, Vershynin 2021; Pierquin et al. 2023"
+    when = ("To see the paper's guarantee, not to release a real table: its feasibility bounds "
+            "hold only on small Boolean cubes (the Feasibility page checks a table first).")
     stages: ClassVar[Mapping[str, float]] = {SAMPLE: 1.0}
     accountants: ClassVar[Mapping[str, str]] = {SAMPLE: "basic"}
     pure_stages: ClassVar[frozenset[str]] = frozenset({SAMPLE})  # Theorem 4.1: ε-DP
