@@ -15,8 +15,8 @@ process, so peak memory is the run's own. Results merge into benchmarks/results/
 ``--opendp`` runs OpenDP's AIM and MST (``opendp[mbi]``, which pins mbi 1.1 and its own
 polars) as an outside comparator, in an environment of their own made on first use
 (``OPENDP_ENV``, default ~/.cache/synth-benchmarks/opendp), through
-benchmarks/opendp_peer.py, with DP Wizard's defaults: the public keys, 10 equal-width cuts
-over the public bounds, pure ε-DP. A failure is recorded as one. ``--dask`` writes a
+benchmarks/opendp_peer.py, with DP Wizard's defaults: the public keys, 10 equal-width bins
+over the public bounds (11 cut points), pure ε-DP. A failure is recorded as one. ``--dask`` writes a
 10M-row Parquet folder (Adult's train split, resampled; in a temporary folder) and counts
 every 1-way and 2-way marginal on a 2-worker LocalCluster and by DuckDB on this machine:
 the counts must be equal exactly; the times of both go to the results.
@@ -127,8 +127,9 @@ def opendp_runs() -> list[dict]:
                               " mbi.__version__ if hasattr(mbi, '__version__') else '1.x')"],
                              capture_output=True, text=True, check=False).stdout.strip()
     keys = {c.name: list(c.categories) for c in schema if c.kind == CATEGORICAL}
+    # DP Wizard's make_cut_points: bin count + 1 points from the lower bound to the upper
     cuts = {c.name: sorted({round(c.lower + i * (c.upper - c.lower) / OPENDP_CUTS)
-                            for i in range(1, OPENDP_CUTS)})
+                            for i in range(OPENDP_CUTS + 1)})
             for c in schema if c.kind != CATEGORICAL}
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -168,7 +169,8 @@ def opendp_runs() -> list[dict]:
                          "tvd1": round(fidelity.tvd1, 4),
                          "tvd2": round(fidelity.tvd2, 4), "tree": round(scores["accuracy"], 4),
                          "logistic": round(scores["logistic_accuracy"], 4),
-                         "settings": f"keys public, {OPENDP_CUTS} cuts per numeric column, "
+                         "settings": f"keys public, {OPENDP_CUTS} equal-width bins per numeric "
+                                     "column (DP Wizard's cut points), "
                                      "pure ε-DP (OpenDP's rule when keys and cuts span every "
                                      "column), AIM()/MST() defaults"})
             print(json.dumps(runs[-1]), flush=True)

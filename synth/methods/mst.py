@@ -78,9 +78,9 @@ class MST(Synthesizer):
                "pairs and measures them, then fits a graphical model (Private-PGM). Fast and "
                "strong on categorical tables.")
     paper = "McKenna, Miklau, Sheldon 2021 (J. Privacy and Confidentiality)"
-    when = ("A quick, strong choice for pairs of columns: on Adult at ε = 1, 2-way TVD {mst_tvd2} "
-            "in {mst_s} s, near AIM and GSD in a quarter of their time; its single tree of pairs "
-            "serves a model of the target less well (tree accuracy {mst_tree}).")
+    when = ("A quick, strong choice for pairs of columns: on Adult at ε = 1, 2-way TVD 0.051 "
+            "in 9 s, near AIM and GSD in a quarter of their time; its single tree of pairs "
+            "serves a model of the target less well (tree accuracy 0.757).")
     streams = True
     counts = True
     quick: ClassVar[Mapping[str, Any]] = {"bins": 8, "iterations": 100}

@@ -100,8 +100,8 @@ class GSD(Synthesizer):
                "and fits a synthetic table to all measurements by genetic search. Mixed types.")
     paper = "Liu, Tang, Vietri, Wu 2023 (ICML)"
     when = ("Mixed numeric and categorical tables with a target, in little memory: on Adult "
-            "at ε = 1, 2-way TVD {gsd_tvd2} and tree accuracy {gsd_tree} in {gsd_s} s "
-            "({gsd_mb} MB); it counts the table where it lies, so it suits large files.")
+            "at ε = 1, 2-way TVD 0.050 and tree accuracy 0.817 in 38 s "
+            "(473 MB); it counts the table where it lies, so it suits large files.")
     streams = True
     counts = True
     quick: ClassVar[Mapping[str, Any]] = {"rounds": 2, "rows": 200, "max_generations": 40}
