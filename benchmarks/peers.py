@@ -10,6 +10,7 @@ process, so peak memory is the run's own. Results merge into benchmarks/results/
     python benchmarks/peers.py --methods mst aim --epsilons 1 2 --seeds 1
     python benchmarks/peers.py                  # the issue's grid: 4 methods × 5 ε × 3 seeds
     python benchmarks/peers.py --opendp         # OpenDP's own AIM and MST, ε ∈ {1, 2}, seed 0
+    python benchmarks/peers.py --opendp mst     # only its MST (other results are kept)
     python benchmarks/peers.py --dask           # 10M rows counted by Dask and DuckDB
 
 ``--opendp`` runs OpenDP's AIM and MST (``opendp[mbi]``, which pins mbi 1.1 and its own
@@ -29,12 +30,14 @@ import itertools
 import json
 import os
 import platform
+import re
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -109,12 +112,21 @@ def opendp_env() -> Path:
     python = env / "bin/python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "opendp[mbi]"],
+        # mbi 1.1 samples its synthetic table with pandas, which opendp[mbi] leaves out
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "opendp[mbi]", "pandas"],
                        check=True)
     return python
 
 
-def opendp_runs() -> list[dict]:
+def failure(stderr: str) -> list[str]:
+    """The line that says why a child failed: the innermost error's message (OpenDP nests
+    its exceptions, closing each with a line of brackets)."""
+    lines = [x.strip() for x in stderr.strip().splitlines() if len(x.strip()) > 3]
+    said = [x for x in lines if re.search(r"Error|Exception|Failed|insufficient", x)]
+    return said[-1:] or lines[-1:]
+
+
+def opendp_runs(algorithms: Sequence[str] = OPENDP) -> list[dict]:
     """OpenDP's AIM and MST at ε ∈ {1, 2}, one run each, scored as ours are."""
     import pandas as pd
 
@@ -123,8 +135,8 @@ def opendp_runs() -> list[dict]:
 
     train, test, schema = split()
     python = opendp_env()
-    version = subprocess.run([str(python), "-c", "import opendp, mbi; print(opendp.__version__,"
-                              " mbi.__version__ if hasattr(mbi, '__version__') else '1.x')"],
+    version = subprocess.run([str(python), "-c", "from importlib.metadata import version as v; "
+                              "print('opendp', v('opendp'), 'mbi', v('mbi'))"],
                              capture_output=True, text=True, check=False).stdout.strip()
     keys = {c.name: list(c.categories) for c in schema if c.kind == CATEGORICAL}
     # DP Wizard's make_cut_points: bin count + 1 points from the lower bound to the upper
@@ -134,7 +146,7 @@ def opendp_runs() -> list[dict]:
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         train.to_csv(Path(tmp) / "train.csv", index=False)
-        for algorithm, epsilon in itertools.product(OPENDP, OPENDP_EPSILONS):
+        for algorithm, epsilon in itertools.product(algorithms, OPENDP_EPSILONS):
             out, spec = Path(tmp) / "synthetic.csv", Path(tmp) / "spec.json"
             out.unlink(missing_ok=True)
             spec.write_text(json.dumps({
@@ -152,9 +164,7 @@ def opendp_runs() -> list[dict]:
                 print(json.dumps(runs[-1]), flush=True)
                 continue
             if child.returncode:
-                lines = [x for x in child.stderr.strip().splitlines() if x.strip()]
-                runs.append({**run, "failed": [x for x in lines if "Error" in x][-1:]
-                             or lines[-1:]})
+                runs.append({**run, "failed": failure(child.stderr)})
                 print(json.dumps(runs[-1]), flush=True)
                 continue
             timing = json.loads(child.stdout.strip().splitlines()[-1])
@@ -242,7 +252,8 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=list(METHODS))
     parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--opendp", action="store_true", help="OpenDP's AIM and MST only")
+    parser.add_argument("--opendp", nargs="*", choices=OPENDP, metavar="ALGORITHM",
+                        help="OpenDP's AIM and MST only (or those named)")
     parser.add_argument("--dask", action="store_true", help="the 10M-row count only")
     parser.add_argument("--one", nargs=3, metavar=("METHOD", "EPSILON", "SEED"),
                         help=argparse.SUPPRESS)  # a child process's single run
@@ -250,8 +261,12 @@ def main() -> None:
     if args.one:
         print(json.dumps(one(args.one[0], float(args.one[1]), int(args.one[2]))))
         return
-    if args.opendp:
-        save({"opendp": opendp_runs()})
+    if args.opendp is not None:
+        kept = json.loads(OUT.read_text()).get("opendp", []) if OUT.exists() else []
+        fresh = opendp_runs(args.opendp or OPENDP)
+        again = {(r["method"], r["epsilon"], r["seed"]) for r in fresh}
+        save({"opendp": [r for r in kept if (r["method"], r["epsilon"], r["seed"]) not in again]
+              + fresh})
         return
     if args.dask:
         save({"dask": dask_counts()})
