@@ -6,6 +6,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
+from synth.data import counted
 from synth.declarations import published, round_bounds, warnings
 from synth.errors import SynthError
 from synth.privacy.unit import PrivacyUnit, population
@@ -26,7 +27,7 @@ st.title("Data")
 st.caption("Everything on this page shows the private table: it is for your eyes and is not "
            "part of any release.")
 
-st.subheader(f"{ds.name}: {len(ds.table):,} rows")
+st.subheader(f"{ds.name}: {counted(len(ds.table), 'row')}")
 st.dataframe(ds.table.head(200), width="stretch", height=260)
 
 
@@ -40,7 +41,7 @@ def describe(schema: Schema) -> pd.DataFrame:
     rows = []
     for c in schema:
         if c.kind == CATEGORICAL:
-            domain = f"{len(c.categories or ())} categories"
+            domain = counted(len(c.categories or ()), "category", "categories")
         else:
             domain = f"[{c.lower:g}, {c.upper:g}]"
         rows.append({"column": c.name, "kind": c.kind,
@@ -200,8 +201,10 @@ if shown:
     with st.expander(f"Exactly what the {len(shown)} public domains publish", expanded=True):
         for col in shown:
             st.markdown(f"**{col.name}**: {published(col)}")
-        for line in warnings(ds.schema, ds.table):
-            st.warning(line)
+        said = warnings(ds.schema, ds.table)
+        if said:  # one box, however many columns (the census sample opened with 11)
+            st.warning(f"{counted(len(said), 'public declaration')} match the table closely:"
+                       "\n" + "\n".join(f"- {line}" for line in said))
         numeric = [c.name for c in shown if c.kind == NUMERIC]
         if numeric and st.button("Round the public bounds to nice values",
                                  help="Widens each public numeric domain outward to round "

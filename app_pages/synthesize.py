@@ -20,9 +20,9 @@ from synth.plots import (
     ledger_chart,
     progress_chart,
 )
-from synth.privacy.budget import Budget, cautions, default_delta, epsilon_text
+from synth.privacy.budget import WEAK_EPSILON, Budget, cautions, default_delta, epsilon_text
 from synth.privacy.composition import explore
-from synth.privacy.domains import DOMAIN
+from synth.privacy.domains import DOMAIN, default_share
 from synth.privacy.unit import Population, PrivacyUnit, population
 from synth.release import CONFIGURATION, LEDGER, REPORT, TABLE
 from synth.report import steward_report
@@ -75,7 +75,8 @@ with left:
     epsilon = st.select_slider("Total privacy budget ε (log scale)", EPSILONS, value=1.0,
                                key=f"{state.CHOICE}epsilon", persist_state="session")
     explain("ε bounds how much any one person's row can change what is released: smaller is "
-            "more private and noisier. 1 is a common choice; above 8 the guarantee is weak.")
+            "more private and noisier. 1 is a common choice; from "
+            f"{WEAK_EPSILON:g} on the guarantee is weak, and the page says so.")
 with right:
     delta = st.number_input(
         f"δ (default {default_delta(n):.0e}, the largest power of ten ≤ 1/(10n) for n = "
@@ -99,12 +100,14 @@ if cls.share_param:
 params.update(parameters.method_inputs(cls, skip=(cls.share_param,)))
 explain("Defaults were chosen from measurements on the Adult census table; fewer epochs or a "
         "smaller pool make a quick trial run. Every parameter's help says what it does.")
-if not schema.releasable:
+if schema.to_learn:
     shares_given[DOMAIN] = st.slider(
-        "Share of ε for learning data-derived domains privately", 0.05, 0.9, 0.1, 0.05,
+        "Share of ε for learning data-derived domains privately", 0.05, 0.9,
+        default_share(schema), 0.05,
         key=state.mine("domain-share"), persist_state="session")
     explain("Columns whose categories or bounds you did not declare public on the Data page "
-            "have their domains learned privately first, with this share.")
+            "have their domains learned privately first, with this share; so does whether a "
+            "number that may have blanks has any (a release has blanks only where it does).")
 seed = st.number_input("Post-processing seed (optional)", min_value=0, value=None, step=1,
                        placeholder="none", key=f"{state.CHOICE}seed", persist_state="session",
                        help="Steers only post-processing: initialisation, the searches and "
@@ -262,7 +265,8 @@ def release_page(run: state.Run) -> str:
 
 
 def steward_page(run: state.Run) -> str:
-    return steward_report(run.record.release.ledger, run.record.synthetic, run.real, run.schema)
+    return steward_report(run.record.release.ledger, run.record.synthetic, run.real, run.schema,
+                          run.record.scores)
 
 
 def _over_limit(ds: state.Dataset, epsilon: float, delta: float, unbounded: bool) -> str:

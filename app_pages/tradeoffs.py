@@ -16,7 +16,7 @@ import streamlit as st
 from synth.errors import SynthError
 from synth.evaluation import baselines
 from synth.methods import METHODS
-from synth.plots import baseline_lines, pareto_chart, reference_lines, sweep_chart
+from synth.plots import baseline_lines, pareto_chart, reference_lines, sweep_chart, titled
 from synth.privacy.budget import cautions, default_delta
 from synth.privacy.unit import population
 from synth.report import sweep_report
@@ -50,6 +50,7 @@ chosen = st.selectbox("Preset", list(PRESETS), format_func=lambda k: PRESETS[k].
                       key=f"{state.CHOICE}sweep:preset", persist_state="session")
 preset = PRESETS[chosen]  # a preset's methods and ε values are kept under its own keys
 methods = st.multiselect("Methods", [m for m in METHODS if m != "private_sampling"],
+                         format_func=titled,
                          default=preset.methods, key=f"{state.CHOICE}sweep:methods:{chosen}",
                              persist_state="session")
 epsilons = st.multiselect("ε values", EPSILONS, default=preset.epsilons,
@@ -173,7 +174,7 @@ if key not in sweeps:
 failed = result[result["error"].notna()] if "error" in result else result.iloc[:0]
 if len(failed):
     st.warning(f"{len(failed)} of {len(result)} runs failed; the others are kept:  \n"
-               + "  \n".join(f"{r.method} ε={r.epsilon:g} seed {r.seed}: {r.error}"
+               + "  \n".join(f"{titled(r.method)} ε={r.epsilon:g} seed {r.seed}: {r.error}"
                               for r in failed.itertuples()))
 st.subheader(f"{len(result)} runs")
 majority = real_tree = None

@@ -36,7 +36,7 @@ from synth.protocol import protocol_split
 from synth.release import LEDGER, TABLE, Output, ReleaseWriter
 from synth.release import write_file as _write  # every other file the CLI writes
 from synth.runstore import RunStore
-from synth.schema import Schema, infer_schema, validate
+from synth.schema import CATEGORICAL, Schema, infer_schema, validate
 from synth.source import TableFile, open_table, table_population
 from synth.sweep import DEMO, PRESETS
 
@@ -104,6 +104,8 @@ def cmd_schema_confirm(args: argparse.Namespace) -> int:
     public = [n.strip() for item in args.public or [] for n in item.split(",") if n.strip()]
     if public == ["all"]:
         public = schema.names
+    elif public == ["categories"]:  # a codebook of the categories: bounds learned privately
+        public = [c.name for c in schema if c.kind == CATEGORICAL]
     newly = [n for n in public if n in schema.names and not schema[n].public]
     schema = schema.confirm().declare_public([c.name for c in schema if c.public] + public)
     if args.nice:
@@ -116,10 +118,12 @@ def cmd_schema_confirm(args: argparse.Namespace) -> int:
         print(f"warning: {line}", file=sys.stderr)
     _write(args.schema, schema.save)
     learned = [c.name for c in schema if not c.public]
+    blanks = [c.name for c in schema.to_learn if c.public]
     print(f"confirmed {len(schema)} columns in {args.schema}; "
           + (f"a run learns {len(learned)} domains privately ({', '.join(learned[:6])}"
-             f"{'…' if len(learned) > 6 else ''})" if learned else "every domain is public"),
-          file=sys.stderr)
+             f"{'…' if len(learned) > 6 else ''})" if learned else "every domain is public")
+          + (f", and whether {len(blanks)} numbers that may have blanks have any"
+             if blanks else ""), file=sys.stderr)
     return 0
 
 
@@ -480,7 +484,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "public domains that match it")
     confirm.add_argument("--public", action="append", metavar="COLUMN,...",
                          help="columns whose categories or bounds are public knowledge ('all' "
-                              "for every column); repeatable")
+                              "for every column, 'categories' for every categorical one); "
+                              "repeatable")
     confirm.add_argument("--nice", action="store_true",
                          help="round the bounds of newly public numeric columns outward to "
                               "round numbers: the exact extremes are not published, though "

@@ -1,4 +1,5 @@
-"""Reading tables safely (CSV or Parquet, from a path or uploaded bytes) and the bundled samples.
+"""Reading tables safely (CSV, Parquet or an Excel workbook, from a path or uploaded bytes)
+and the bundled samples.
 
 CSV cells come back as stripped strings with missing markers as NaN; :func:`synth.schema.
 infer_schema` decides what is numeric. Every refusal is a :class:`DataError` that says what is
@@ -39,6 +40,11 @@ def human_bytes(nbytes: float) -> str:
             return f"{nbytes:.0f} {unit}" if unit == "bytes" else f"{nbytes:.1f} {unit}"
         nbytes /= 1024
     raise AssertionError  # pragma: no cover
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """"1 row", "2 rows", "1,668 categories": a count with its noun in the right number."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
 def fingerprint(table: pd.DataFrame | Iterable[pd.DataFrame], row_order: bool = False) -> str:
@@ -106,7 +112,8 @@ def _read_bytes(source: Source, max_bytes: int) -> tuple[bytes, str]:
 
 def read_table(source: Source, *, max_bytes: int = DEFAULT_MAX_BYTES, encoding: str | None = None,
                min_columns: int = 2) -> pd.DataFrame:
-    """Read a CSV (delimiter sniffed) or Parquet table.
+    """Read a CSV (delimiter sniffed), Parquet table or Excel workbook (.xlsx: its first
+    sheet, cells as text).
 
     ``encoding=None`` reads UTF-8 (with or without BOM, or UTF-16 with a BOM) and refuses
     anything else, naming the line and byte; other encodings (``"latin-1"``) only when given.
@@ -120,7 +127,15 @@ def read_table(source: Source, *, max_bytes: int = DEFAULT_MAX_BYTES, encoding: 
     raw, name = _read_bytes(source, max_bytes)
     if not raw.strip():
         raise DataError(f"{name} is empty")
-    table = _read_parquet(raw, name) if raw[:4] == b"PAR1" else _read_csv(raw, name, encoding)
+    if raw[:4] == b"PAR1":
+        table = _read_parquet(raw, name)
+    elif raw[:4] == b"PK\x03\x04":
+        table = _read_excel(raw, name)
+    elif raw[:8] == b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1":
+        raise DataError(f"{name} is an Excel 97–2003 workbook (.xls), which is not read: save "
+                        "it as .xlsx (Excel's Save As) or as CSV")
+    else:
+        table = _read_csv(raw, name, encoding)
     if table.shape[1] < min_columns:
         only = ", ".join(repr(str(c)) for c in table.columns)
         raise DataError(f"{name} has only {table.shape[1]} column ({only}); a table needs at least "
@@ -143,6 +158,43 @@ def _read_parquet(raw: bytes, name: str) -> pd.DataFrame:
     if table.empty:
         raise DataError(f"{name} has a header but no data rows")
     return table
+
+
+def _read_excel(raw: bytes, name: str) -> pd.DataFrame:
+    """The first sheet of an .xlsx workbook, as a CSV is read: every cell as text (a number
+    as Excel shows it without formatting, a date as ISO), blanks as missing."""
+    import openpyxl
+
+    try:
+        book = openpyxl.load_workbook(io.BytesIO(raw), read_only=True, data_only=True)
+    except Exception as exc:  # a zip that is not a workbook, or a damaged one
+        raise DataError(f"{name} is a zip archive but not an Excel workbook (.xlsx) that can "
+                        f"be read ({type(exc).__name__}): save the table as CSV") from None
+    sheet = book.worksheets[0]
+    rows = [[_excel_text(v) for v in row] for row in sheet.iter_rows(values_only=True)]
+    book.close()
+    rows = [r for r in rows if any(isinstance(v, str) for v in r)]  # blank rows dropped
+    if not rows:
+        raise DataError(f"{name}: the first sheet is empty")
+    header = [h.strip() if isinstance(h, str) else "" for h in rows[0]]
+    while header and not header[-1]:  # trailing blank header cells: unused columns
+        header.pop()
+    _check_header(header, name)
+    body = [r[:len(header)] + [np.nan] * (len(header) - len(r)) for r in rows[1:]]
+    if not body:
+        raise DataError(f"{name} has a header but no data rows")
+    return pd.DataFrame(np.array(body, dtype=object), columns=header, dtype=object)
+
+
+def _excel_text(value: Any) -> str | float:
+    """A cell as the CSV reader would give it: text, or NaN when blank."""
+    if value is None:
+        return np.nan
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if hasattr(value, "isoformat"):  # a date or a time
+        value = value.isoformat()
+    return _cell_value(str(value))
 
 
 def check_flat(schema: Any, name: str) -> None:
@@ -172,8 +224,9 @@ def _decode(raw: bytes, name: str, encoding: str | None) -> str:
     if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return raw.decode("utf-16")
     if b"\x00" in raw[:65536]:
-        raise DataError(f"{name} holds binary data, not a CSV or Parquet table (UTF-16 text "
-                        "without a byte-order mark also looks like this: save it as UTF-8)")
+        raise DataError(f"{name} holds binary data, not a CSV, Parquet or Excel (.xlsx) table "
+                        "(UTF-16 text without a byte-order mark also looks like this: save it "
+                        "as UTF-8)")
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -181,15 +234,16 @@ def _decode(raw: bytes, name: str, encoding: str | None) -> str:
         line = raw.count(b"\n", 0, exc.start) + 1
         column = exc.start - raw.rfind(b"\n", 0, exc.start)
         raise DataError(f"{name} is not valid UTF-8: line {line} has byte {raw[exc.start]:#04x} "
-                        f"at character {column}; if the file is Latin-1 (or Windows-1252), pass "
-                        "--encoding latin-1 (encoding='latin-1' in Python), or save it as UTF-8"
+                        f"at character {column}; if the file is Latin-1 (or Windows-1252), "
+                        "choose that encoding (Text encoding in the app, --encoding latin-1 in "
+                        "the CLI, encoding='latin-1' in Python), or save it as UTF-8"
                         ) from None
 
 
 def _check_text(text: str, name: str) -> None:
     controls = sum(1 for ch in text[:65536] if ord(ch) < 32 and ch not in "\t\r\n")
     if controls > 0.01 * min(len(text), 65536):
-        raise DataError(f"{name} holds binary data, not a CSV or Parquet table")
+        raise DataError(f"{name} holds binary data, not a CSV, Parquet or Excel (.xlsx) table")
 
 
 def _sniff_delimiter(text: str) -> str:

@@ -76,8 +76,8 @@ def warnings(schema: Schema, table: pd.DataFrame) -> list[str]:
             counts = category_values(values).value_counts()
             seen = set(counts.index) - {MISSING}
             declared = set(col.categories or ()) - {MISSING, OTHER}
-            if declared and declared == seen:
-                rare = int((counts.drop(MISSING, errors="ignore") < RARE).sum())
+            rare = int((counts.drop(MISSING, errors="ignore") < RARE).sum())
+            if declared and declared == seen and rare:  # common values identify no one
                 out.append(f"column {col.name!r}: the public categories are exactly the "
                            f"{len(seen)} values in the table, {rare} of them held by fewer than "
                            f"{RARE} rows: publish them only if a codebook lists them all, or "

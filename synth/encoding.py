@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from synth.errors import ParameterError, SchemaError
-from synth.schema import CATEGORICAL, MISSING, Column, Schema
+from synth.schema import CATEGORICAL, DIGITS, MISSING, Column, Schema
 from synth.validation import Param
 
 BOUND_ATOM = 0.2  # chance that a random numeric value is one of the column's bounds
@@ -214,6 +214,28 @@ def finalize(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
                 x = np.clip(x, col.lower, col.upper)
             out[col.name] = np.round(x).astype(np.int64) if col.integer else x
     return pd.DataFrame(out)
+
+
+def significant(values: np.ndarray, digits: int) -> np.ndarray:
+    """``values`` rounded to ``digits`` significant digits (0 and NaN as they are)."""
+    x = np.asarray(values, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = 10.0 ** (digits - 1 - np.floor(np.log10(np.abs(x))))
+        out = np.round(x * scale) / scale
+    return np.where(np.isfinite(out), out, x)
+
+
+def rounded(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """A release's numbers that are not whole at their column's declared precision
+    (:attr:`~synth.schema.Column.digits`, by default :data:`~synth.schema.DIGITS`
+    significant digits): a synthetic value carries no more precision than the steward
+    declared, and its CSV no 16-digit tails."""
+    out = frame.copy()
+    for col in schema:
+        if col.kind != CATEGORICAL and not col.integer and col.name in out.columns:
+            out[col.name] = significant(out[col.name].to_numpy(dtype=float),
+                                        col.digits or DIGITS)
+    return out
 
 
 def model_width(schema: Schema, bins: int, exact_integers: int = 0) -> int:

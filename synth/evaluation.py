@@ -6,6 +6,7 @@ Everything here reads the real table: the results are for the steward's eyes, no
 from __future__ import annotations
 
 import itertools
+import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -15,9 +16,10 @@ import pandas as pd
 from synth.encoding import Discretizer
 from synth.errors import SchemaError
 from synth.marginals import marginal
-from synth.missing import model_frame, model_schema
+from synth.missing import encode, model_frame, model_schema
 from synth.schema import (
     CATEGORICAL,
+    MISSING,
     Schema,
     category_values,
     check_columns,
@@ -64,8 +66,13 @@ def marginal_tvd(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
     """TVDs between the tables' marginals; numbers in ``bins`` equal-width bins over the
     schema's bounds, categories as they are (categories the schema lacks are added)."""
     schema = comparable(schema, real, synth)
-    a, b = model_frame(real, schema), model_frame(synth, schema)
-    schema = model_schema(schema)  # a missing number is a value: its indicator is compared too
+    a, b = prepare(real, schema), prepare(synth, schema)
+    # a missing number is a value: its indicator is compared too, where either table has any
+    schema = replace(schema, columns=tuple(
+        replace(c, missing="none") if c.kind != CATEGORICAL and c.missing == "indicator"
+        and not (a[c.name].isna().any() or b[c.name].isna().any()) else c for c in schema))
+    a, b = encode(a, schema), encode(b, schema)
+    schema = model_schema(schema)
     disc = Discretizer(schema, bins=bins)
     a, b = disc.codes(a), disc.codes(b)
     if len(b) == 0:
@@ -81,6 +88,106 @@ def marginal_tvd(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
     tvd2 = float(np.nanmean(pair)) if len(names) > 1 else float("nan")
     return Fidelity(float(per_column.mean()), tvd2, per_column,
                     pd.DataFrame(pair, index=names, columns=names))
+
+
+QUALITY_BINS = 10  # SDMetrics discretizes a number into 10 bins of the real data's range
+
+
+@dataclass(frozen=True)
+class Quality:
+    """SDMetrics' Quality Report by its published definitions (sdmetrics itself needs pandas
+    < 3): **column shapes**, per column 1 − the Kolmogorov–Smirnov statistic of a number's
+    present values (KSComplement) or 1 − the total variation distance of a category's
+    frequencies (TVComplement); **column pair trends**, per pair of numbers
+    1 − |ρ_real − ρ_synthetic|/2 of Pearson's correlation (CorrelationSimilarity), for any
+    other pair 1 − the total variation distance of the two tables' normalised contingency
+    tables, numbers cut into 10 bins over the real data's range (ContingencySimilarity); a
+    missing value is a category of its own. Each property is its scores' mean (a pair whose
+    correlation is undefined is left out), **overall** the two properties' mean."""
+
+    column_shapes: float
+    column_pair_trends: float
+    overall: float
+    shapes: pd.Series  # column → score
+    trends: pd.DataFrame  # symmetric matrix of pair scores, NaN on the diagonal
+
+
+def ks_complement(real: pd.Series, synth: pd.Series) -> float:
+    """1 − sup |F_real − F_synthetic| over the present values (missing ones are ignored)."""
+    a, b = (np.sort(pd.to_numeric(v, errors="coerce").dropna().to_numpy(dtype=float))
+            for v in (real, synth))
+    if len(a) == 0 or len(b) == 0:
+        return float(len(a) == len(b))
+    points = np.concatenate([a, b])
+    gap = np.abs(np.searchsorted(a, points, side="right") / len(a)
+                 - np.searchsorted(b, points, side="right") / len(b))
+    return float(1 - gap.max())
+
+
+def tv_complement(real: np.ndarray, synth: np.ndarray, size: int) -> float:
+    """1 − ½·Σ|p_real − p_synthetic| over ``size`` labels, each table's given as codes."""
+    p, q = (np.bincount(codes, minlength=size) / max(len(codes), 1) for codes in (real, synth))
+    return float(1 - 0.5 * np.abs(p - q).sum())
+
+
+def correlation_similarity(real: pd.DataFrame, synth: pd.DataFrame) -> float:
+    """1 − |ρ_real − ρ_synthetic|/2 of two numbers' Pearson correlation (rows where both are
+    present); NaN when either correlation is undefined (a constant column)."""
+    rho = [frame.astype(float).dropna().corr().iloc[0, 1] if len(frame.dropna()) > 1
+           else np.nan for frame in (real, synth)]
+    return float(1 - abs(rho[0] - rho[1]) / 2)
+
+
+def _labels(real: pd.Series, synth: pd.Series, numeric: bool
+            ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Both tables' column as the codes of the labels a contingency table counts, and how
+    many labels: a number's bin of ten over the real data's range (the outer bins
+    open-ended), a category as itself; missing is a label of its own."""
+    if numeric:
+        x, y = (pd.to_numeric(v, errors="coerce").to_numpy(dtype=float) for v in (real, synth))
+        present = x[~np.isnan(x)]
+        inner = np.histogram_bin_edges(present, QUALITY_BINS)[1:-1] if len(present) else []
+        both = np.concatenate([x, y])
+        bins = np.searchsorted(inner, both, side="right").astype(object)
+        bins[np.isnan(both)] = MISSING
+        labels = pd.Series(bins, dtype=object)
+    else:
+        labels = pd.concat([category_values(real), category_values(synth)], ignore_index=True)
+    codes, uniques = pd.factorize(labels)
+    return codes[:len(real)], codes[len(real):], len(uniques)
+def quality(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> Quality:
+    """:class:`Quality` of ``synth`` against ``real`` over ``schema``'s columns (the user's
+    columns: a number's blanks are its missing values, not a column of their own)."""
+    schema = comparable(schema, real, synth)
+    if len(synth) == 0:
+        raise SchemaError("the synthetic table has no rows")
+    # numbers as they are: a learned bound's clipping is part of what is measured
+    loose = replace(schema, columns=tuple(
+        c if c.kind == CATEGORICAL else replace(c, lower=None, upper=None, public=False,
+                                                learned=False, missing="indicator",
+                                                fill_value=None)
+        for c in schema))
+    real, synth = prepare(real, loose), prepare(synth, loose)
+    names = schema.names
+    numeric = {c.name: c.kind != CATEGORICAL for c in schema}
+    labels = {n: _labels(real[n], synth[n], numeric[n]) for n in names}
+    shapes = pd.Series([ks_complement(real[n], synth[n]) if numeric[n] else
+                        tv_complement(*labels[n]) for n in names], index=names, dtype=float)
+    trends = np.full((len(names), len(names)), np.nan)
+    for i, j in itertools.combinations(range(len(names)), 2):
+        a, b = names[i], names[j]
+        if numeric[a] and numeric[b]:
+            score = correlation_similarity(real[[a, b]], synth[[a, b]])
+        else:  # the pair's label is one code of size_a × size_b
+            (ra, sa, ka), (rb, sb, kb) = labels[a], labels[b]
+            score = tv_complement(ra * kb + rb, sa * kb + sb, ka * kb)
+        trends[i, j] = trends[j, i] = score
+    shape = float(shapes.mean())
+    pairs = trends[np.triu_indices(len(names), 1)]
+    trend = float(np.nanmean(pairs)) if np.isfinite(pairs).any() else float("nan")
+    overall = float(np.nanmean([shape, trend]))
+    return Quality(shape, trend, overall, shapes, pd.DataFrame(trends, index=names,
+                                                                columns=names))
 
 
 def _model(schema: Schema, target: str, kind: str):
@@ -113,9 +220,9 @@ def _model(schema: Schema, target: str, kind: str):
 
 def tree_utility(train: pd.DataFrame, test: pd.DataFrame, schema: Schema,
                  target: str | None = None, kind: str = "tree") -> dict[str, float]:
-    """Accuracy and macro F1 of a depth-10 decision tree (or, with ``kind="logistic"``, a
-    logistic regression) trained on ``train`` and scored on ``test``."""
-    from sklearn.metrics import accuracy_score, f1_score
+    """Accuracy, balanced accuracy and macro F1 of a depth-10 decision tree (or, with
+    ``kind="logistic"``, a logistic regression) trained on ``train`` and scored on
+    ``test``."""
 
     target = _target(schema, target)
     schema = comparable(schema, train, test)
@@ -129,13 +236,35 @@ def tree_utility(train: pd.DataFrame, test: pd.DataFrame, schema: Schema,
     else:
         model = _model(schema, target, kind).fit(train.drop(columns=target), train[target])
         predicted = model.predict(test.drop(columns=target))
-    return {"accuracy": float(accuracy_score(test[target], predicted)),
-            "macro_f1": float(f1_score(test[target], predicted, average="macro"))}
+    return scores(test[target], predicted)
+
+
+def scores(truth: pd.Series, predicted: np.ndarray) -> dict[str, float]:
+    """Accuracy, balanced accuracy (the mean of the classes' recalls) and macro F1 (the mean
+    of the classes' F1) of ``predicted`` against ``truth``, each class of ``truth`` counted."""
+    from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score
+
+    with warnings.catch_warnings():  # a class never predicted has F1 0 by definition
+        warnings.simplefilter("ignore")
+        return {"accuracy": float(accuracy_score(truth, predicted)),
+                "balanced_accuracy": float(balanced_accuracy_score(truth, predicted)),
+                "macro_f1": float(f1_score(truth, predicted, average="macro",
+                                           labels=sorted(set(truth)), zero_division=0))}
 
 
 def majority_rate(test: pd.DataFrame, target: str) -> float:
     """Accuracy of always predicting the test table's most frequent class."""
     return float(test[target].value_counts(normalize=True).max())
+
+
+def chance(test: pd.DataFrame, target: str) -> dict[str, float]:
+    """What no learning scores on ``test``: always answering its most frequent class gets
+    the majority rate in accuracy, 1/K in balanced accuracy (K classes) and, in macro F1,
+    that class's F1 over K."""
+    truth = test[target]
+    return {f"{'majority' if key == 'accuracy' else 'chance_' + key}": value
+            for key, value in scores(truth, np.full(len(truth), truth.mode().iloc[0],
+                                                    dtype=object)).items()}
 
 
 def _target(schema: Schema, target: str | None) -> str:
@@ -152,8 +281,8 @@ def _target(schema: Schema, target: str | None) -> str:
 def utility(real_test: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
             target: str | None = None, real_train: pd.DataFrame | None = None
             ) -> dict[str, float]:
-    """Tree accuracy and macro F1 and logistic-regression accuracy of ``synth`` on
-    ``real_test``, and the :func:`baselines`."""
+    """Tree accuracy, balanced accuracy and macro F1 and logistic-regression accuracy of
+    ``synth`` on ``real_test``, and the :func:`baselines`."""
     reference = baselines(real_train, real_test, schema, target)
     target = _target(schema, target)
     return {**tree_utility(synth, real_test, schema, target),
@@ -164,24 +293,29 @@ def utility(real_test: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
 
 def baselines(real_train: pd.DataFrame | None, real_test: pd.DataFrame, schema: Schema,
               target: str | None = None) -> dict[str, float]:
-    """What a synthetic table's utility is read against: the majority rate of ``real_test``
-    and, with ``real_train``, the tree trained on the real rows."""
+    """What a synthetic table's utility is read against: :func:`chance` on ``real_test``
+    and, with ``real_train``, the tree trained on the real rows (``real_accuracy``,
+    ``real_balanced_accuracy``, ``real_macro_f1``)."""
     target = _target(schema, target)
     test = prepare(real_test, comparable(schema, real_test))
     check_target(test, target)
-    result = {"majority": majority_rate(test, target)}
+    result = chance(test, target)
     if real_train is not None:
         real = tree_utility(real_train, real_test, schema, target)
-        result["real_accuracy"], result["real_macro_f1"] = real["accuracy"], real["macro_f1"]
+        result.update({f"real_{key}": value for key, value in real.items()})
     return result
 
 
 def evaluate(real_test: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
              target: str | None = None, real_train: pd.DataFrame | None = None) -> dict[str, Any]:
     """The protocol's figures for one synthetic table: :func:`utility` on ``real_test`` and
-    fidelity against ``real_train`` when given (the protocol), else against ``real_test``."""
+    fidelity (TVDs and :func:`quality`) against ``real_train`` when given (the protocol),
+    else against ``real_test``."""
     scores = utility(real_test, synth, schema, target, real_train)
     reference = real_train if real_train is not None else real_test
     fidelity = marginal_tvd(reference, synth, schema)
+    report = quality(reference, synth, schema)
     return {"rows": len(synth), **scores, "tvd1": fidelity.tvd1, "tvd2": fidelity.tvd2,
+            "column_shapes": report.column_shapes,
+            "column_pair_trends": report.column_pair_trends, "quality": report.overall,
             "tvd_reference": "train" if real_train is not None else "test"}

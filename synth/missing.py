@@ -3,7 +3,9 @@
 A numeric column declared ``missing='indicator'`` becomes two columns in model space: the
 number, with missing ones replaced by a placeholder (the column's lower bound), and a public
 yes/no column saying where it was missing. Methods learn that column like any other (its
-marginals and its correlations with the rest); sampling turns "yes" back into an empty cell.
+marginals and its correlations with the rest); sampling turns "yes" back into an empty cell,
+unless a run learned privately that the column has no blanks (``blanks=False``, see
+:mod:`synth.privacy.domains`): then the release has none there.
 """
 
 from __future__ import annotations
@@ -61,9 +63,12 @@ def encode(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     return out[model_schema(schema).names]
 
 
-def decode(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+def decode(frame: pd.DataFrame, schema: Schema, rng: np.random.Generator | None = None
+           ) -> pd.DataFrame:
     """A model-space frame in the user's terms: indicated values blanked, indicators dropped;
-    an integer column with blanks becomes pandas' nullable ``Int64``."""
+    an integer column with blanks becomes pandas' nullable ``Int64``. In a column learned to
+    have no blanks (``blanks=False``) a row flagged missing takes the value of another row
+    drawn with ``rng`` (post-processing: no blank, and no pile-up at the placeholder)."""
     indicated = _indicated(schema)
     if not indicated:
         return frame
@@ -71,8 +76,14 @@ def decode(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     for col in indicated:
         flag = indicator_name(schema, col.name)
         absent = (out[flag] == ABSENT).to_numpy()
-        values = out[col.name].astype("Int64" if col.integer else float)
-        out[col.name] = values.mask(absent)
+        if col.blanks:
+            out[col.name] = out[col.name].astype("Int64" if col.integer else float).mask(absent)
+            continue
+        values = out[col.name].to_numpy(dtype=float)
+        donors = values[~absent] if (~absent).any() else values
+        rng = np.random.default_rng() if rng is None else rng
+        values[absent] = rng.choice(donors, size=int(absent.sum()))
+        out[col.name] = values.round().astype(np.int64) if col.integer else values
     return out[schema.names]
 
 

@@ -22,7 +22,13 @@ from synth.data import human_bytes
 from synth.errors import BudgetError, SynthError
 from synth.missing import model_schema
 from synth.privacy.budget import Budget, Ledger, LedgerEntry
-from synth.privacy.domains import DOMAIN, bounds_threshold, domain_events, keep_threshold
+from synth.privacy.domains import (
+    DOMAIN,
+    bounds_loss,
+    column_events,
+    domain_events,
+    keep_threshold,
+)
 from synth.privacy.events import Event, describe
 from synth.privacy.unit import ROWS, Population, rows_event
 from synth.schema import CATEGORICAL, Schema
@@ -30,10 +36,9 @@ from synth.schema import CATEGORICAL, Schema
 if TYPE_CHECKING:
     from synth.methods.base import Synthesizer
 
-# a private bound's bin must clear its threshold: past half the rows even a table whose
-# values all share one bin is likely to fail, and past a tenth a column spread over many
-# bins may (a steward's walk: at a share that only cleared half, a balance column with
-# negatives and a long tail failed after spending), so a refusal names both shares
+# a private bound that may cut off half the rows at an end is noise, and one that may cut off
+# a tenth is worth a warning (the figures are the mechanism's 95 % worst case): a refusal
+# names the shares of both
 DOOMED, DOUBTFUL = 1 / 2, 1 / 10
 MOST_DOMAIN_SHARE, SHARE_STEP = 0.9, 0.05  # the app's slider
 
@@ -210,53 +215,54 @@ def _public_charges(schema: Schema, budget: Budget, population: Population) -> l
     every method, and public."""
     k = population.max_rows
     charges = [Charge(ROWS, rows_event(budget.allowance(ROWS)[0], k))] if k > 1 else []
-    if not schema.releasable:
-        charges += [Charge(DOMAIN, e) for e in domain_events(schema, *budget.allowance(DOMAIN),
-                                                               k)]
+    if schema.to_learn:
+        charges += [Charge(DOMAIN, e) for e in domain_events(
+            schema, *budget.allowance(DOMAIN), population.units * k, k)]
     return charges
 
 
 def domain_plan(schema: Schema, budget: Budget, population: Population
                 ) -> tuple[list[SynthError], list[str]]:
-    """(refusals, doubts) of learning the schema's private domains (see
+    """(refusals, doubts) of learning the schema's private domains and blanks (see
     :mod:`synth.privacy.domains`): each column gets an equal part of the domain share; a
-    numeric column's bounds need a power-of-two bin whose noisy count clears
-    :func:`~synth.privacy.domains.bounds_threshold`, a category one that clears
+    numeric column's bounds may cut off up to :func:`~synth.privacy.domains.bounds_loss` of
+    the rows at each end, a category is kept when its count clears
     :func:`~synth.privacy.domains.keep_threshold`. The rows are at most k·U (public)."""
-    todo = [c for c in schema if not c.releasable]
+    todo = schema.to_learn
     if not todo:
         return [], []
     names = [c.name for c in todo]
     if DOMAIN not in budget.shares or budget.allowance(DOMAIN)[0] <= 0:
-        return [BudgetError(f"columns {names[:6]} have data-derived domains: declare them "
-                            f"public or give the budget a {DOMAIN!r} share to learn them "
-                            "privately")], []
+        return [BudgetError(f"columns {names[:6]} have data-derived domains or blanks to "
+                            f"learn: declare them public or give the budget a {DOMAIN!r} "
+                            "share to learn them privately")], []
     eps, delta = budget.allowance(DOMAIN)
     eps_c, delta_c, k = eps / len(todo), delta / len(todo), population.max_rows
     rows = population.units * k
-    numeric = [c.name for c in todo if c.kind != CATEGORICAL]
+    bounded = [c for c in todo if c.kind != CATEGORICAL and not c.releasable]
     categorical = [c.name for c in todo if c.kind == CATEGORICAL]
     refusals: list[SynthError] = []
     doubts: list[str] = []
     if categorical and delta_c <= 0:
         refusals.append(BudgetError(f"columns {categorical[:6]}: learning categories "
                                     "privately needs δ > 0 in the domain share"))
-    if numeric:
-        tau = bounds_threshold(eps_c, rows_per_unit=k)
-        said = (f"the bounds of {_listed(numeric)} are learned privately: with the domain "
-                f"share's ε = {eps:.3g} split over {len(todo)} columns, a bin needs about "
-                f"{tau:,.0f} rows, of at most {rows:,}")
-        if tau > DOOMED * rows:
-            possible, likely = (_advice(budget, tau / (part * rows))
-                                for part in (DOOMED, DOUBTFUL))
+    if bounded:
+        def loss_at(epsilon: float) -> float:  # the worst column's, at the domain share's ε
+            plans = column_events(schema, epsilon, delta, rows, k)
+            return max(bounds_loss(plans[c.name].bounds, rows, c.integer) for c in bounded)
+
+        loss = loss_at(eps)
+        said = (f"the bounds of {_listed([c.name for c in bounded])} are learned privately: "
+                f"with the domain share's ε = {eps:.3g} split over {len(todo)} columns, a "
+                f"bound may cut off up to {loss:.0%} of the {rows:,} rows at each end")
+        if loss >= DOOMED:
+            possible, likely = (_advice(budget, loss_at, part) for part in (DOOMED, DOUBTFUL))
             refusals.append(BudgetError(
-                f"{said}, more than half, so learning them would very likely fail after "
-                f"spending: declare their bounds public, leave columns out, or {possible} "
-                f"({likely} where the values spread over many bins)"))
-        elif tau > DOUBTFUL * rows:
-            doubts.append(f"{said}: success depends on how the values spread (a column "
-                          "spread thinly over many bins fails after its share is spent); "
-                          "public bounds avoid the risk")
+                f"{said}, so the bounds would be noise: declare their bounds public, leave "
+                f"columns out, or {possible} ({likely} to keep the loss under {DOUBTFUL:.0%})"))
+        elif loss > DOUBTFUL:
+            doubts.append(f"{said} (95 % confidence; usually far less, as the middle of the "
+                          "data is found first); public bounds avoid the loss")
     if categorical and delta_c > 0:
         tau = keep_threshold(eps_c, delta_c, k)
         if tau > DOOMED * rows:
@@ -267,15 +273,22 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
     return refusals, doubts
 
 
-def _advice(budget: Budget, factor: float) -> str:
-    """The domain share (on the app's slider steps) that makes each column's threshold
-    ``factor`` times smaller, or the ε that does so at the largest share."""
-    share = budget.shares[DOMAIN] * factor
-    step = round(math.ceil(share / SHARE_STEP - 1e-9) * SHARE_STEP, 2)
-    if step <= MOST_DOMAIN_SHARE:
-        return f"give the domain share {step:g} of ε or more"
-    return (f"raise ε to {budget.epsilon * share / MOST_DOMAIN_SHARE:.3g} or more with a "
-            f"domain share of {MOST_DOMAIN_SHARE:g}")
+def _advice(budget: Budget, loss: Callable[[float], float], target: float) -> str:
+    """The domain share (on the app's slider steps) whose ε brings ``loss`` (of the domain
+    stage's ε) under ``target``, or the ε that does so at the largest share."""
+    steps = round(MOST_DOMAIN_SHARE / SHARE_STEP)
+    for step in (round(i * SHARE_STEP, 2) for i in range(1, steps + 1)):
+        if loss(budget.epsilon * step) < target:
+            return f"give the domain share {step:g} of ε or more"
+    low, high = budget.epsilon, budget.epsilon  # the loss falls as ε grows: double, bisect
+    while loss(high * MOST_DOMAIN_SHARE) >= target:
+        low, high = high, high * 2
+    while high - low > 1e-3 * high:
+        mid = (low + high) / 2
+        low, high = (low, mid) if loss(mid * MOST_DOMAIN_SHARE) < target else (mid, high)
+    digits = 2 - math.floor(math.log10(high))  # three significant digits, rounded up
+    return (f"raise ε to {math.ceil(high * 10**digits) / 10**digits:g} or more with a domain "
+            f"share of {MOST_DOMAIN_SHARE:g}")
 
 
 def _listed(names: list[str]) -> str:

@@ -78,21 +78,48 @@ def tvd_heatmap(fidelity: Fidelity, title: str = "2-way marginal TVD") -> go.Fig
                                colorscale="Reds", zmin=0, zmax=max(0.3, np.nanmax(m.to_numpy())),
                                colorbar={"title": "TVD"},
                                hovertemplate="%{y} × %{x}: %{z:.3f}<extra></extra>"))
+    # every column named (Plotly skipped every other label), rows tall enough to read
     fig.update_layout(title=f"{title} (avg {fidelity.tvd2:.3f}; {_NOT_RELEASABLE})",
-                      yaxis={"autorange": "reversed"})
+                      yaxis={"autorange": "reversed", "dtick": 1}, xaxis={"dtick": 1},
+                      height=max(450, 160 + 22 * len(m)))
     return fig
 
 
-def utility_chart(results: Mapping[str, Mapping[str, float]], majority: float,
-                  real: float | None = None) -> go.Figure:
-    """Tree accuracy and macro F1 per run, against the majority-class and real-data lines."""
+# a utility figure, the key of its chance line and of the real-data tree's (synth.evaluation)
+UTILITY = (("accuracy", "accuracy", "majority", "real_accuracy"),
+           ("balanced_accuracy", "balanced accuracy", "chance_balanced_accuracy",
+            "real_balanced_accuracy"),
+           ("macro_f1", "macro F1", "chance_macro_f1", "real_macro_f1"))
+
+
+def utility_chart(results: Mapping[str, Mapping[str, float]],
+                  reference: Mapping[str, float]) -> go.Figure:
+    """Tree accuracy, balanced accuracy and macro F1 per run, each in a panel of its own
+    beside its chance line (the majority class; 1/K classes; always answering the majority
+    class) and the tree trained on the real data: on a rare target accuracy alone reads
+    well when nothing is learned."""
+    from plotly.subplots import make_subplots
+
+    shown = [m for m in UTILITY if any(m[0] in r for r in results.values())]
+    fig = make_subplots(rows=1, cols=len(shown), shared_yaxes=True)  # titled below the panels
     names = list(results)
-    fig = go.Figure()
-    fig.add_bar(name="accuracy", x=names, y=[results[n]["accuracy"] for n in names])
-    fig.add_bar(name="macro F1", x=names, y=[results[n]["macro_f1"] for n in names])
-    reference_lines(fig, baseline_lines(majority, real))
-    fig.update_layout(barmode="group", yaxis={"range": [0, 1], "title": "score on real test"},
-                      title=f"Decision-tree utility ({_NOT_RELEASABLE})")
+    for col, (key, label, chance, real) in enumerate(shown, 1):
+        fig.add_bar(x=names, y=[results[n].get(key) for n in names], name=label,
+                    showlegend=False, row=1, col=col)
+        fig.update_xaxes(title_text=label, row=1, col=col)
+        lines = [(f"chance {reference[chance]:.3f}", reference[chance], DASHES[0])
+                 if chance in reference else None,
+                 (f"tree trained on the real data {reference[real]:.3f}", reference[real],
+                  DASHES[1]) if real in reference else None]
+        for name, at, dash in filter(None, lines):  # records from before a line existed
+            style = {"dash": dash, "color": "black", "width": 1.5}
+            fig.add_hline(at, line=style, row=1, col=col)
+            fig.add_scatter(x=[None], y=[None], mode="lines", line=style, name=name,
+                            legendgroup=label, legendgrouptitle_text=label,
+                            hoverinfo="skip", row=1, col=col)
+    fig.update_yaxes(range=[0, 1])
+    fig.update_yaxes(title_text="score on real test", row=1, col=1)
+    fig.update_layout(title=f"Decision-tree utility ({_NOT_RELEASABLE})")
     return fig
 
 
@@ -271,11 +298,19 @@ def k_heatmap(ps: Iterable[int], log10_ns: Iterable[float], grid: np.ndarray) ->
 # ---- sweeps ----------------------------------------------------------------------------------
 
 
+def titled(method: str) -> str:
+    """A method's display name ("DP-GAN" for ``dpgan``), as the Synthesize page shows it."""
+    from synth.methods import METHODS
+
+    return METHODS[method].title if method in METHODS else str(method)
+
+
 def sweep_chart(rows: pd.DataFrame, metric: str, label: str) -> go.Figure:
     """A metric against ε, one line per method (and swept value): median with its min–max over
     seeds as error bars."""
     fig = go.Figure()
     keys = ["method", "value"] if rows["value"].notna().any() else ["method"]
+    rows = rows.assign(method=rows["method"].map(titled))
     for key, group in rows.dropna(subset=[metric]).groupby(keys, dropna=False):
         stats = group.groupby("epsilon")[metric].agg(["median", "min", "max"]).reset_index()
         name = " ".join(str(k) for k in (key if isinstance(key, tuple) else (key,))
@@ -297,6 +332,7 @@ def pareto_chart(rows: pd.DataFrame, metric: str) -> go.Figure:
     keys = ["method", "epsilon", "value", "share"]
     points = rows.dropna(subset=[metric]).groupby(keys, dropna=False)[metric].median()
     points = points.reset_index()
+    points["method"] = points["method"].map(titled)
     points["label"] = points.apply(lambda r: " ".join(
         str(r[k]) for k in ("method", "value", "share") if not pd.isna(r[k])), axis=1)
     fig = go.Figure()

@@ -14,7 +14,14 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from synth.errors import DataError
-from synth.plots import ledger_chart, marginal_charts, sweep_chart, tvd_heatmap
+from synth.plots import (
+    ledger_chart,
+    marginal_charts,
+    sweep_chart,
+    titled,
+    tvd_heatmap,
+    utility_chart,
+)
 from synth.privacy.budget import epsilon_text
 from synth.schema import Schema
 
@@ -37,20 +44,46 @@ def release_report(record: Mapping[str, Any], synthetic: pd.DataFrame | None = N
 
 
 def steward_report(record: Mapping[str, Any], synthetic: pd.DataFrame, real: pd.DataFrame,
-                   schema: Schema) -> str:
-    """The release report plus real-against-synthetic comparisons: for the steward only."""
-    from synth.evaluation import marginal_tvd
+                   schema: Schema, scores: Mapping[str, Any] | None = None) -> str:
+    """The release report plus real-against-synthetic comparisons: for the steward only.
+    ``scores`` are the run's utility figures (:func:`synth.evaluation.utility`), drawn
+    against their chance and real-data lines when given."""
+    from synth.evaluation import marginal_tvd, quality
 
     title = f"Steward-only report (not for release): {record.get('method', 'a run')}"
-    body = [_h(title, 1), _p(STEWARD_ONLY), *_released(record, synthetic),
+    fit = quality(real, synthetic, schema)
+    body = [_h(title, 1), _p(STEWARD_ONLY), *_released(record, None),
             _h("Real against synthetic", 2), _p(REAL_DATA),
-            _figure(tvd_heatmap(marginal_tvd(real, synthetic, schema)))]
-    body += map(_figure, marginal_charts(real, {"synthetic": synthetic}, schema,
-                                          schema.names[:6]))
+            _table({"quality (SDMetrics' Quality Report)": f"{fit.overall:.3f}",
+                    "column shapes": f"{fit.column_shapes:.3f}",
+                    "column pair trends": f"{fit.column_pair_trends:.3f}"})]
+    if scores and "accuracy" in scores:
+        body.append(_figure(utility_chart({record.get("method", "run"): scores}, scores)))
+    body += [_figure(tvd_heatmap(marginal_tvd(real, synthetic, schema))),
+             *_columns(real, synthetic, schema)]
     return _page(title, body)
 
 
+def _columns(real: pd.DataFrame | None, synthetic: pd.DataFrame, schema: Schema) -> list[str]:
+    """Every column's marginal chart, the target first, each a section the contents at the
+    top link to: a report left out all but the first six columns, silently."""
+    names = ordered(schema)
+    contents = " · ".join(f"<a href='#column-{i}'>{html.escape(n)}</a>"
+                          for i, n in enumerate(names))
+    charts = marginal_charts(real, {"synthetic": synthetic}, schema, names)
+    return [f"<p>Columns ({len(names)}): {contents}</p>",
+            *(f"<section id='column-{i}'>{_figure(fig)}</section>"
+              for i, fig in enumerate(charts))]
+
+
+def ordered(schema: Schema) -> list[str]:
+    """The schema's columns, its target first."""
+    return [*([schema.target] if schema.target else []),
+            *(n for n in schema.names if n != schema.target)]
+
+
 def _released(record: Mapping[str, Any], synthetic: pd.DataFrame | None) -> list[str]:
+    """The run's guarantee, ledger and configuration, and ``synthetic``'s own marginals."""
     check_ledger(record)
     body = [_p(f"Privacy: {record.get('guarantee') or _guarantee(record)}."),
             _figure(ledger_chart(record)),
@@ -61,10 +94,8 @@ def _released(record: Mapping[str, Any], synthetic: pd.DataFrame | None) -> list
             _h("Ledger", 3), _pre({k: v for k, v in record.items() if k not in (
                 "schema", "params", "command")})]
     if synthetic is not None and record.get("schema"):
-        schema = Schema.from_dict(record["schema"])
-        body += [_h("The synthetic table", 2)]
-        body += map(_figure, marginal_charts(None, {"synthetic": synthetic}, schema,
-                                              schema.names[:6]))
+        body += [_h("The synthetic table", 2),
+                 *_columns(None, synthetic, Schema.from_dict(record["schema"]))]
     return body
 
 
@@ -82,7 +113,8 @@ def sweep_report(rows: pd.DataFrame) -> str:
     if lacks:
         raise DataError(f"not a sweep's table (as `synth sweep --out` writes it): it lacks "
                         f"columns {lacks}")
-    title = f"Sweep report: {len(rows)} runs of {', '.join(sorted(set(rows['method'])))}"
+    title = (f"Sweep report: {len(rows)} runs of "
+             f"{', '.join(sorted(titled(m) for m in set(rows['method'])))}")
     body = [_h(title, 1), _p(REAL_DATA + " (every figure here measures synthetic tables "
                              "against the real one).")]
     for metric, label in (("accuracy", "tree accuracy (real test)"),

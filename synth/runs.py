@@ -101,7 +101,8 @@ class RunRecord:
     fit_seconds: float  # the fit alone
     timings: dict[str, float] = field(default_factory=dict)  # wall seconds per stage
     fidelity: Fidelity | None = None  # against the rows synthesized, when measured
-    scores: dict[str, Any] = field(default_factory=dict)  # utility, or {"error": message}
+    # SDMetrics' quality scores and utility (synth.evaluation), or {"error": message}
+    scores: dict[str, Any] = field(default_factory=dict)
     checklist: list[Check] = field(default_factory=list)  # when measured
 
     def figures(self) -> dict[str, Any]:
@@ -249,14 +250,18 @@ class Run:
         synthetic = model.sample(rows)
         fidelity, scores, checklist = None, {}, []
         if measure:
-            from synth.evaluation import marginal_tvd, utility
+            from synth.evaluation import marginal_tvd, quality, utility
 
             try:
                 if isinstance(table, TableFile):
                     table = read_whole(table, schema.names)
                 fidelity = marginal_tvd(table, synthetic, schema)
+                report = quality(table, synthetic, schema)
+                scores = {"column_shapes": report.column_shapes,
+                          "column_pair_trends": report.column_pair_trends,
+                          "quality": report.overall}
                 if test is not None and not test.empty and schema.target is not None:
-                    scores = utility(test, synthetic, schema, real_train=table)
+                    scores.update(utility(test, synthetic, schema, real_train=table))
             except Exception as exc:  # the release is paid for: keep it
                 scores = {"error": _said(exc)}
             try:

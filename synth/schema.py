@@ -32,9 +32,11 @@ CATEGORICAL = "categorical"
 KINDS = (NUMERIC, CATEGORICAL)
 MISSING = "<missing>"  # a missing categorical value is a category of its own
 OTHER = "other"  # a column whose categories include it absorbs values it has not seen
-# for numeric columns: "none" (a missing value is an error), "indicator" (a method learns where
-# values are missing, see synth.missing), "fill" (missing values become a public fill_value)
+# for numeric columns: "none" (a missing value is an error), "indicator" (values may be missing:
+# a run learns privately whether any are, and a method where, see synth.missing), "fill"
+# (missing values become a public fill_value)
 MISSING_POLICIES = ("none", "indicator", "fill")
+DIGITS = 6  # significant digits of a released number that is not whole, unless declared
 
 _NUMBER_TEXT = re.compile(r"^[\s$€£¥]*[-+]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?\s*[%$€£¥]?\s*$")
 _BOOL_WORDS = ({"true", "false"}, {"yes", "no"}, {"t", "f"}, {"y", "n"})
@@ -56,6 +58,8 @@ class Column:
     learned: bool = False
     proposed: bool = False  # kind, integer flag and missing policy read off the data, unconfirmed
     flags: tuple[str, ...] = ()
+    digits: int | None = None  # significant digits a released number keeps (None: DIGITS)
+    blanks: bool = True  # missing='indicator': False once a run learned privately there are none
 
     def __post_init__(self) -> None:
         where = f"column {self.name!r}"
@@ -75,6 +79,10 @@ class Column:
                 raise SchemaError(f"{where}: categories listed twice: {dupes[:5]}")
             object.__setattr__(self, "categories", cats)
         object.__setattr__(self, "flags", tuple(self.flags))
+        if self.digits is not None and (isinstance(self.digits, bool) or not isinstance(
+                self.digits, int) or not 1 <= self.digits <= 17):
+            raise SchemaError(f"{where}: digits must be a whole number from 1 to 17 "
+                              f"(significant digits), got {self.digits!r}")
         if self.kind == NUMERIC:
             self._check_numeric(where)
         elif self.releasable and not self.categories:
@@ -113,6 +121,14 @@ class Column:
         return self.public or self.learned
 
     @property
+    def learns(self) -> bool:
+        """True when a run learns something about this column privately before it fits: a
+        domain not declared public, or whether a number declared to allow blanks
+        (``missing='indicator'``) has any (see :mod:`synth.privacy.domains`)."""
+        return not self.learned and (not self.public or (
+            self.kind == NUMERIC and self.missing == "indicator"))
+
+    @property
     def size(self) -> int:
         """Number of categories (categorical columns only)."""
         if self.categories is None:
@@ -123,6 +139,9 @@ class Column:
         d = {f.name: getattr(self, f.name) for f in fields(self)}  # asdict deep-copies: slow
         d["categories"] = list(self.categories) if self.categories is not None else None
         d["flags"] = list(self.flags)
+        for name, default in (("digits", None), ("blanks", True)):
+            if d[name] == default:  # a schema file says nothing of a default
+                del d[name]
         return d
 
 
@@ -195,6 +214,11 @@ class Schema:
     @property
     def releasable(self) -> bool:
         return all(c.releasable for c in self.columns)
+
+    @property
+    def to_learn(self) -> list[Column]:
+        """The columns a run learns something about privately first (:attr:`Column.learns`)."""
+        return [c for c in self.columns if c.learns]
 
     @property
     def proposed(self) -> list[str]:
@@ -276,7 +300,7 @@ class Schema:
                 args["categories"] = tuple(args["categories"])
             if not isinstance(args.get("flags", []), list):
                 raise SchemaError(f"column {raw['name']!r}: flags must be a list of strings")
-            for flag in ("public", "integer", "learned", "proposed"):
+            for flag in ("public", "integer", "learned", "proposed", "blanks"):
                 if flag in args and not isinstance(args[flag], bool):
                     raise SchemaError(f"column {raw['name']!r}: {flag!r} must be true or false")
             columns.append(Column(**args))
@@ -399,8 +423,8 @@ def edit_column(col: Column, values: pd.Series, kind: str, *, lower: float | Non
             raise SchemaError(f"column {col.name!r} cannot be numeric: some of its values are "
                               "not numbers")
         col = Column(col.name, NUMERIC, lower=float(numbers.min()), upper=float(numbers.max()),
-                     integer=bool(np.all(numbers == np.round(numbers))), flags=col.flags,
-                     missing="indicator", proposed=True)
+                     integer=bool(np.all(numbers == np.round(numbers))),
+                     flags=_flags_of(col.flags, NUMERIC), missing="indicator", proposed=True)
     if kind == NUMERIC and (lower is not None or upper is not None):
         col = replace(col, lower=lower, upper=upper, learned=False)
     if kind == CATEGORICAL and categories is not None:
@@ -414,14 +438,25 @@ def edit_column(col: Column, values: pd.Series, kind: str, *, lower: float | Non
 
 
 def _as_categorical(col: Column, values: pd.Series) -> Column:
-    return Column(col.name, CATEGORICAL, categories=_categories_of(values), flags=col.flags,
-                  proposed=col.proposed)
+    return Column(col.name, CATEGORICAL, categories=_categories_of(values),
+                  flags=_flags_of(col.flags, CATEGORICAL), proposed=col.proposed)
+
+
+# what an inference flag says only of one kind: it goes when the column changes kind (a
+# "1,668 categories" warning stayed on a column read as numbers)
+_KIND_FLAGS = {NUMERIC: ("categories: its marginals", "numbers stored as text"),
+               CATEGORICAL: ("missing values (",)}
+
+
+def _flags_of(flags: Iterable[str], kind: str) -> tuple[str, ...]:
+    """``flags`` that still hold for a column of ``kind``."""
+    return tuple(f for f in flags if not any(part in f for part in _KIND_FLAGS[kind]))
 
 
 def _categories_of(values: pd.Series) -> tuple[str, ...]:
     """Sorted categories, with ``<missing>`` last when any value is missing."""
     seen = set(category_values(values))
-    cats = sorted(seen - {MISSING})
+    cats = in_order(seen - {MISSING})
     return (*cats, MISSING) if MISSING in seen else tuple(cats)
 
 
@@ -474,10 +509,29 @@ def _infer_column(name: str, values: pd.Series | np.ndarray, max_codes: int,
     elif distinct > 100:
         flags.append(f"{distinct} categories: its marginals will be sparse and noisy")
     seen = set(names)
-    cats = sorted(seen - {MISSING})
+    cats = in_order(seen - {MISSING})
     missing = MISSING in seen or bool(codes.min(initial=0) < 0)
     return Column(name, CATEGORICAL, categories=(*cats, MISSING) if missing else tuple(cats),
                   proposed=True, flags=tuple(flags))
+
+
+_CALENDARS = (
+    ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+     "october", "november", "december"),
+    ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
+
+
+def in_order(categories: Iterable[str]) -> list[str]:
+    """Categories in the order a reader expects: months and weekdays (names or their first
+    three letters, in any case) in calendar order, anything else sorted."""
+    cats = sorted(categories)
+    for names in _CALENDARS:
+        rank = {}
+        for i, name in enumerate(names):
+            rank[name] = rank[name[:3]] = i
+        if cats and all(c.strip().lower() in rank for c in cats):
+            return sorted(cats, key=lambda c: (rank[c.strip().lower()], c))
+    return cats
 
 
 def _numbers(values: pd.Series | np.ndarray) -> np.ndarray | None:

@@ -69,7 +69,8 @@ DEMO = {"dpgan": {"epochs": 8, "generator_batch": 512},
 
 TABLE = "sweep.csv"  # a recorded sweep's rows, in its run store folder
 COLUMNS = ("method", "epsilon", "seed", "param", "value", "share", "ledger_epsilon",
-           "ledger_delta", "accuracy", "logistic_accuracy", "tvd1", "tvd2", "seconds", "error")
+           "ledger_delta", "accuracy", "balanced_accuracy", "logistic_accuracy", "tvd1", "tvd2",
+           "quality", "seconds", "error")
 
 
 @dataclass(frozen=True)
@@ -164,8 +165,10 @@ def run_job(job: Job, train: pd.DataFrame | TableFile, test: pd.DataFrame | None
     figures = record.figures()
     return {**row, "ledger_epsilon": record.ledger["total_epsilon"],
             "ledger_delta": record.ledger["total_delta"], "accuracy": figures.get("accuracy"),
+            "balanced_accuracy": figures.get("balanced_accuracy"),
             "logistic_accuracy": figures.get("logistic_accuracy"), "tvd1": figures["tvd1"],
-            "tvd2": figures["tvd2"], "seconds": record.seconds, "error": None}
+            "tvd2": figures["tvd2"], "quality": figures.get("quality"),
+            "seconds": record.seconds, "error": None}
 
 
 def sweep(jobs: Sequence[Job], train: pd.DataFrame | TableFile, test: pd.DataFrame | None,

@@ -42,6 +42,23 @@ def app(monkeypatch, tmp_path):
     return at
 
 
+def script(name: str):
+    """A module of scripts/ (the generators of the project's own test tables)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def bank():
+    """A 45,000-row table shaped like UCI Bank (scripts/make_bank_data.py): negative and
+    heavy-tailed balances, ages to 95, blanks in pdays, a rare target."""
+    return script("make_bank_data").generate(45_000, 0)
+
+
 @pytest.fixture(scope="session")
 def adult():
     assert ADULT.exists(), f"the Adult table is expected at {ADULT} (../shared beside the repo)"

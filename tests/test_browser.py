@@ -404,7 +404,7 @@ def test_tradeoffs_page_sweeps_and_downloads_its_report(page):
     with page.expect_download() as download:
         page.get_by_role("button", name="Sweep report (HTML)").click()
     report = Path(download.value.path()).read_text()
-    assert "Sweep report: 5 runs of independent" in report
+    assert "Sweep report: 5 runs of Independent marginals" in report  # as Synthesize names it
     assert report.count("Plotly.newPlot") >= 4 and "Uses the real data" in report
     assert "Traceback" not in page.content()
 

@@ -53,7 +53,11 @@ def test_infer_run_evaluate_round_trip(tmp_path, adult_files):
     assert ("age: numeric, whole numbers, a missing value: indicator; public whole numbers "
             "in [10, 100]") in res.stderr  # 17–90 in the table
     assert "'age': [10, 100] is the table's own range rounded" in res.stderr
-    assert "warning: column 'sex': the public categories are exactly the 2 values" in res.stderr
+    # a list of exactly the table's values warns where some are rare (Holand-Netherlands is
+    # one person's); sex's two common values identify no one
+    assert "warning: column 'native-country': the public categories are exactly the" in (
+        res.stderr)
+    assert "column 'sex': the public categories" not in res.stderr
     schema = Schema.load(schema_path)
     assert not schema.proposed and schema.releasable
 
@@ -67,8 +71,11 @@ def test_infer_run_evaluate_round_trip(tmp_path, adult_files):
     table = pd.read_csv(out)
     assert list(table.columns) == schema.names and len(table) == 21707
     record = json.loads(ledger.read_text())
-    assert record["total_epsilon"] <= 1.0 and record["total_delta"] <= 1e-5
-    assert record["entries"][0]["event"]["type"] == "gaussian"
+    # (ρ-zCDP converted back to (ε, δ) may land a few 1e-13 above the share it was made from)
+    assert record["total_epsilon"] <= 1.0 * (1 + 1e-9) and record["total_delta"] <= 1e-5
+    # every number may have blanks (as inferred): the domain share counts them, then measure
+    stages = [(e["stage"], e["event"]["type"]) for e in record["entries"]]
+    assert stages == [("domain", "laplace")] * 6 + [("measure", "gaussian")]
     assert record["params"] == {"bins": 16, "exact_integers": 128}
     assert record["postprocessing_seed"] == 0 and "seed" not in record
     assert record["command"].startswith("python -m synth run DATA.csv --schema schema.json")
@@ -372,7 +379,8 @@ def test_plan_json_is_the_ledger_the_run_writes_and_reads_no_value(tmp_path):
                 for e in entries]
 
     assert events(plan["entries"]) == events(ledger["entries"])
-    assert [e["stage"] for e in plan["entries"]][:2] == ["domain", "gan"]
+    # age's bounds: its middle, then both ends, before the GAN
+    assert [e["stage"] for e in plan["entries"]][:3] == ["domain", "domain", "gan"]
     # values the run would refuse change nothing: the plan reads the row count alone
     garbled = frame.astype(object)
     garbled[:] = "not a value"

@@ -4,8 +4,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synth.evaluation import evaluate, majority_rate, marginal_tvd, tree_utility
+from synth.evaluation import (
+    chance,
+    evaluate,
+    majority_rate,
+    marginal_tvd,
+    quality,
+    tree_utility,
+)
 from synth.protocol import protocol_split
+from synth.schema import CATEGORICAL, NUMERIC, Column, Schema
 
 
 def test_split_sizes_follow_the_protocol(adult_parts):
@@ -51,3 +59,70 @@ def test_evaluate_on_the_sample(sample):
     result = evaluate(test, train, schema, real_train=train)
     assert result["tvd1"] == 0 and result["tvd2"] == 0
     assert result["accuracy"] == result["real_accuracy"] > result["majority"] + 0.05
+
+
+def quality_tables():
+    schema = Schema((Column("x", NUMERIC, 0, 10, public=True, integer=True),
+                     Column("y", NUMERIC, 0, 10, public=True, integer=True),
+                     Column("c", CATEGORICAL, categories=("a", "b"), public=True)))
+    real = pd.DataFrame({"x": [1, 2, 3, 4], "y": [1, 2, 3, 4], "c": ["a", "a", "b", "b"]})
+    synth = pd.DataFrame({"x": [1, 1, 2, 2], "y": [2, 2, 1, 1], "c": ["a", "a", "a", "b"]})
+    return real, synth, schema
+
+
+def test_quality_matches_sdmetrics_definitions_computed_by_hand():
+    """SDMetrics' Quality Report, figures worked by hand:
+    shapes: x and y, KS = sup|F_real − F_synth| = 0.5 at 2 (0.5 against 1.0), so 0.5 each;
+    c, TVD of (½, ½) against (¾, ¼) = 0.25, so 0.75; mean 0.5833.
+    trends: x–y, ρ 1 against −1, so 1 − 2/2 = 0; x–c, x in 10 bins over [1, 4] (1 → bin 0,
+    2 → 3, 3 → 6, 4 → 9): real (0,a) (3,a) (6,b) (9,b) a quarter each, synthetic (0,a) ½,
+    (3,a) ¼, (3,b) ¼, TVD ½, so 0.5; y–c likewise 0.5; mean 0.3333. Overall 0.4583."""
+    real, synth, schema = quality_tables()
+    q = quality(real, synth, schema)
+    assert q.shapes.to_dict() == pytest.approx({"x": 0.5, "y": 0.5, "c": 0.75})
+    assert q.trends.loc["x", "y"] == pytest.approx(0.0)
+    assert q.trends.loc["x", "c"] == pytest.approx(0.5) == q.trends.loc["c", "y"]
+    assert q.column_shapes == pytest.approx(7 / 12)
+    assert q.column_pair_trends == pytest.approx(1 / 3)
+    assert q.overall == pytest.approx((7 / 12 + 1 / 3) / 2)
+    same = quality(real, real, schema)
+    assert same.overall == pytest.approx(1.0)
+
+
+def test_quality_counts_missing_values_as_sdmetrics_does():
+    """KSComplement ignores missing values; a contingency table counts them as a label."""
+    real, _, schema = quality_tables()
+    schema = schema.replace_column(Column("x", NUMERIC, 0, 10, public=True, integer=True,
+                                          missing="indicator"))
+    blanks = real.assign(x=[1, 2, None, None])
+    q = quality(real, blanks, schema)
+    # present x: [1, 2] against [1, 2, 3, 4]: KS 0.5
+    assert q.shapes["x"] == pytest.approx(0.5)
+    # x–c: real (0,a) (3,a) (6,b) (9,b); blanked (0,a) (3,a) (missing,b) ×2: TVD ½
+    assert q.trends.loc["x", "c"] == pytest.approx(0.5)
+
+
+def test_learned_bounds_that_clip_show_in_the_shapes():
+    """Real values beyond a run's bounds are measured as they are, not clipped first."""
+    real, _, schema = quality_tables()
+    narrow = schema.replace_column(Column("x", NUMERIC, 1, 2, learned=True, integer=True))
+    assert quality(real, real.assign(x=[1, 2, 2, 2]), narrow).shapes["x"] == pytest.approx(
+        0.5)
+
+
+def test_chance_lines_of_an_imbalanced_target():
+    """Always answering the majority class of (a, a, a, b): accuracy ¾, balanced accuracy
+    ½ = 1/K, macro F1 (F1 of a = 2·¾·1/(¾ + 1) = 6/7, of b 0) / 2 = 3/7."""
+    test = pd.DataFrame({"t": ["a", "a", "a", "b"]})
+    assert chance(test, "t") == pytest.approx(
+        {"majority": 0.75, "chance_balanced_accuracy": 0.5, "chance_macro_f1": 3 / 7})
+
+
+def test_an_indicator_is_compared_only_where_either_table_has_blanks():
+    """Compare's heatmap showed "(missing)" rows for numbers that had no blanks at all."""
+    real, synth, schema = quality_tables()
+    schema = schema.replace_column(Column("x", NUMERIC, 0, 10, public=True, integer=True,
+                                          missing="indicator"))
+    assert "x (missing)" not in marginal_tvd(real, synth, schema).per_pair.columns
+    blanked = synth.assign(x=[1, None, 2, 2])
+    assert "x (missing)" in marginal_tvd(real, blanked, schema).per_pair.columns

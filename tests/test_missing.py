@@ -50,7 +50,7 @@ def test_an_indicator_name_never_collides():
 def test_a_fit_keeps_every_row_and_learns_where_values_are_missing(method):
     real = table()
     model = make(method, {"max_generations": 2000, "one_shot": True} if method == "gsd" else {})
-    model.fit(real, SCHEMA, Budget(50.0, 1e-6, dict(model.stages)))
+    model.fit(real, SCHEMA, Budget(50.0, 1e-6, model.default_shares(SCHEMA)))
     assert model.n_rows_ == len(real)
     synthetic = model.sample()
     assert len(synthetic) == len(real)
@@ -70,7 +70,7 @@ def test_neighbours_that_differ_by_a_missing_value_get_the_same_noise():
     for frame in (real, neighbour):
         with replayable_noise(0):
             model = make("independent")
-            model.fit(frame, SCHEMA, Budget(1.0, 1e-6, dict(model.stages)))
+            model.fit(frame, SCHEMA, Budget(1.0, 1e-6, model.default_shares(SCHEMA)))
         assert model.n_rows_ == 500
         ledgers.append([e.event for e in model.ledger_.entries])
     assert ledgers[0] == ledgers[1]

@@ -38,9 +38,22 @@ def test_tvd_heatmap_and_utility_chart(sample):
     heat = tvd_heatmap(fid)
     assert heat.data[0].z.shape == (len(schema), len(schema))
     assert "not part of the release" in heat.layout.title.text
-    util = utility_chart({"run": {"accuracy": 0.8, "macro_f1": 0.7}}, majority=0.75, real=0.85)
-    assert [t.name for t in util.data if t.type == "bar"] == ["accuracy", "macro F1"]
-    assert len(util.layout.shapes) == 2  # majority and real-data lines
+    reference = {"majority": 0.75, "chance_balanced_accuracy": 0.5, "chance_macro_f1": 0.43,
+                 "real_accuracy": 0.85, "real_balanced_accuracy": 0.7, "real_macro_f1": 0.72}
+    util = utility_chart({"run": {"accuracy": 0.8, "balanced_accuracy": 0.6, "macro_f1": 0.7}},
+                         reference)
+    assert [t.name for t in util.data if t.type == "bar"] == [
+        "accuracy", "balanced accuracy", "macro F1"]
+    # each score's panel has its own chance and real-data lines, named with their values
+    lines = {(s.xref, round(s.y0, 3)) for s in util.layout.shapes}
+    assert lines == {("x domain", 0.75), ("x domain", 0.85), ("x2 domain", 0.5),
+                     ("x2 domain", 0.7), ("x3 domain", 0.43), ("x3 domain", 0.72)}
+    named = [t.name for t in util.data if t.type == "scatter"]
+    assert named == ["chance 0.750", "tree trained on the real data 0.850", "chance 0.500",
+                     "tree trained on the real data 0.700", "chance 0.430",
+                     "tree trained on the real data 0.720"]
+    older = utility_chart({"run": {"accuracy": 0.8, "macro_f1": 0.7}}, {"majority": 0.75})
+    assert len(older.layout.shapes) == 1  # a record from before the other lines existed
 
 
 def test_ledger_chart_stacks_stages_against_the_budget():
@@ -128,8 +141,8 @@ def test_reference_lines_are_named_in_the_legend_where_no_label_can_collide(clos
     """Labels written beside lines overlapped when two lines were close (the majority class
     and the real-data tree; Figure 1's k thresholds): each line is named in the legend, by a
     dash of its own, and says where it is."""
-    utility = utility_chart({"run": {"accuracy": 0.8, "macro_f1": 0.7}}, majority=0.75,
-                            real=0.75 + close)
+    utility = utility_chart({"run": {"accuracy": 0.8}},
+                            {"majority": 0.75, "real_accuracy": 0.75 + close})
     ps = np.arange(2, 60)
     lo, hi = 2.0 * np.log10(ps), ps / 4 * np.log10(2)
     first = int(ps[np.argmax(lo <= hi)])

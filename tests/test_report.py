@@ -55,6 +55,21 @@ def test_release_and_steward_reports_are_split_and_named(reports):
     assert "<script>" in plain and "<script src=" not in plain  # self-contained
 
 
+def test_reports_chart_every_column_target_first(reports):
+    """A report drew only the schema's first six columns, silently, and left out the
+    census sample's target: every column now has a chart, listed at the top, target first."""
+    schema = json.loads(Path(sample_paths()[1]).read_text())
+    names = [c["name"] for c in schema["columns"]]
+    first = [schema["target"], *(n for n in names if n != schema["target"])]
+    for page in ((reports / name).read_text() for name in ("plain.html", "full.html")):
+        contents = page[page.index(f"Columns ({len(names)}):"):]
+        listed = [contents.index(f">{n}</a>") for n in first]
+        assert listed == sorted(listed)  # in that order
+        assert all(f"id='column-{i}'" in page for i in range(len(names)))
+    full = (reports / "full.html").read_text()
+    assert html.escape("quality (SDMetrics' Quality Report)") in full
+
+
 def test_sweep_report_charts_every_metric_and_lists_the_runs(reports):
     page = (reports / "sweep.html").read_text()
     rows = pd.read_csv(reports / "sweep.csv")

@@ -134,3 +134,29 @@ def test_edit_column_changes_kind_and_domain():
         edit_column(col, values, "numeric", lower=5, upper=1)
     with pytest.raises(SchemaError, match="kind must be"):
         edit_column(col, values, "text")
+
+
+def test_months_and_weekdays_are_proposed_in_calendar_order():
+    """The steward's walk: months sorted alphabetically (apr, aug, dec, …)."""
+    table = pd.DataFrame({"month": ["may", "jan", "dec", "feb", "oct"] * 20,
+                          "day": ["Tue", "Mon", "Sun", "Fri", "Wed"] * 20,
+                          "city": ["Porto", "Braga", "Aveiro", "Faro", "Lisbon"] * 20})
+    schema = infer_schema(table)
+    assert schema["month"].categories == ("jan", "feb", "may", "oct", "dec")
+    assert schema["day"].categories == ("Mon", "Tue", "Wed", "Fri", "Sun")
+    assert schema["city"].categories == ("Aveiro", "Braga", "Faro", "Lisbon", "Porto")
+
+
+def test_a_kinds_warning_goes_when_the_column_changes_kind():
+    """The steward's walk: a "1,668 categories" warning stayed after the column was made
+    numeric; a warning true of any kind (identifier-like) stays."""
+    values = pd.Series([f"{i:,}" for i in range(1000, 3000)] * 2)
+    col = infer_schema(pd.DataFrame({"balance": values, "other": "x"}))["balance"]
+    assert any("categories" in f for f in col.flags)
+    numeric = edit_column(col, values.str.replace(",", ""), "numeric")
+    assert not any("categories" in f or "stored as text" in f for f in numeric.flags)
+    ids = pd.Series([str(i) for i in range(500)])
+    col = infer_schema(pd.DataFrame({"id": ids, "other": "x"}))["id"]
+    back = edit_column(col, ids, "categorical")
+    assert any("identifier-like" in f for f in back.flags)
+    assert not any("missing values" in f for f in back.flags)

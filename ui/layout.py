@@ -15,7 +15,7 @@ from pathlib import Path
 import streamlit as st
 
 from synth.account import Usage
-from synth.data import DEFAULT_MAX_BYTES, human_bytes, read_table
+from synth.data import DEFAULT_MAX_BYTES, counted, human_bytes, read_table
 from synth.errors import DataError
 from synth.methods.base import BYTES_PER_CELL, sample_bound
 from synth.privacy.budget import epsilon_text
@@ -78,9 +78,11 @@ def sidebar(watched: str | None = None) -> state.Dataset:
     "sweep") is what the page's own live view follows, so the sidebar need not watch it."""
     with st.sidebar:
         st.header("Dataset")
+        # any file is taken, so a type the reader cannot use is refused in a sentence (the
+        # uploader's own refusal named MIME types); read_table tells the kinds apart
         upload = st.file_uploader(
-            f"Upload a CSV or Parquet table (up to {DEFAULT_MAX_BYTES // 2**20} MB)",
-            type=["csv", "tsv", "txt", "parquet"], key="upload")
+            f"Upload a CSV, Parquet or Excel (.xlsx) table (up to "
+            f"{DEFAULT_MAX_BYTES // 2**20} MB)", key="upload")
         encoding = st.selectbox(
             "Text encoding", ENCODINGS, key="encoding",
             help="UTF-8 is read by default (a byte-order mark is recognised); a file saved by "
@@ -100,7 +102,8 @@ def sidebar(watched: str | None = None) -> state.Dataset:
                 state.use_sample(sample)
         ds = state.dataset()
         announce(state.collect(), state.collect_sweep())  # ended while any page was open
-        st.caption(f"**{ds.name}**: {len(ds.table):,} rows × {ds.table.shape[1]} columns"
+        st.caption(f"**{ds.name}**: {counted(len(ds.table), 'row')} × "
+                   f"{counted(ds.table.shape[1], 'column')}"
                    + (f", read from `{ds.where}`" if ds.where else ""))
         with state.guard("Reading the run store"):
             done = sum(e.status == FINISHED and not e.deleted for e in state.entries(ds))

@@ -22,6 +22,7 @@ import pandas as pd
 
 from synth import missing
 from synth.data import human_bytes
+from synth.encoding import rounded
 from synth.errors import (
     BudgetError,
     Cancelled,
@@ -33,7 +34,15 @@ from synth.errors import (
 )
 from synth.plan import Charge, open_ledger, plan
 from synth.privacy.budget import ALL, Budget, LedgerEntry
-from synth.privacy.domains import DOMAIN, keep_threshold, laplace_scale, learn_domains
+from synth.privacy.domains import (
+    BLANKS_SCALES,
+    DOMAIN,
+    bounds_loss,
+    column_events,
+    default_share,
+    keep_threshold,
+    learn_domains,
+)
 from synth.privacy.events import Event as PrivacyEvent
 from synth.privacy.events import describe
 from synth.privacy.unit import (
@@ -213,11 +222,13 @@ class Synthesizer:
         return {p.name: p.default for p in sig.parameters.values() if p.name != "self"}
 
     def default_shares(self, schema: Schema, unit: PrivacyUnit | None = None,
-                       domain_share: float = 0.1) -> dict[str, float]:
-        """The method's stage shares, with a ``domain`` share when the schema needs one and a
-        ``rows`` share when ``unit`` keeps more than one row per unit (its row count is
-        then estimated privately)."""
-        extra = {} if schema.releasable else {DOMAIN: domain_share}
+                       domain_share: float | None = None) -> dict[str, float]:
+        """The method's stage shares, with a ``domain`` share when the schema needs one (by
+        default :func:`~synth.privacy.domains.default_share`) and a ``rows`` share when
+        ``unit`` keeps more than one row per unit (its row count is then estimated
+        privately)."""
+        share = default_share(schema) if domain_share is None else domain_share
+        extra = {DOMAIN: share} if schema.to_learn else {}
         if unit is not None and unit.max_rows > 1:
             extra[ROWS] = ROWS_SHARE
         if not extra:
@@ -266,7 +277,7 @@ class Synthesizer:
             raise BudgetError(f"budget must be a Budget(epsilon, delta[, shares]), got "
                               f"{budget!r}")
         self.check_unit(budget.unit)
-        learned = [c.kind for c in schema if not c.releasable]  # numeric bounds: Laplace only
+        learned = [c.kind for c in schema.to_learn]  # bounds and blanks: pure ε-DP
         pure = {ROWS, *self.pure_stages, *([DOMAIN] if learned and CATEGORICAL not in learned
                                            else [])}
         if dict(budget.shares) == {ALL: 1.0}:
@@ -305,9 +316,8 @@ class Synthesizer:
         scales = []
         if budget.unit.max_rows > 1:
             scales.append(rows_preview(population, *budget.allowance(ROWS)))
-        if not schema.releasable and DOMAIN in budget.shares:
-            scales.append(domain_preview(schema, *budget.allowance(DOMAIN),
-                                         budget.unit.max_rows))
+        if schema.to_learn and DOMAIN in budget.shares:
+            scales.append(domain_preview(schema, *budget.allowance(DOMAIN), population))
         return scales + self._preview(population, missing.model_schema(schema), budget)
 
     def _preview(self, population: Population, schema: Schema, budget: Budget
@@ -345,8 +355,8 @@ class Synthesizer:
         with self._plain(values):
             self._check_plan(population, schema, budget)
             population = self._private_rows(len(data), population, ctx)
-            read_once = not schema.releasable  # a file is read (and checked) to learn domains
-            learned, data = self._learn_domains(table, data, schema, budget.unit, ctx)
+            read_once = bool(schema.to_learn)  # a file is read (and checked) to learn domains
+            learned, data = self._learn_domains(table, data, schema, population, ctx)
             schema = learned.public_view()  # releasable: no flags read off the table
             self.population_ = population  # public: n (or n̂), U, k
             self.n_rows_ = population.rows  # the public n: no row is dropped but by bounding
@@ -439,21 +449,23 @@ class Synthesizer:
         return population
 
     def _learn_domains(self, table: pd.DataFrame | None, data: pd.DataFrame | Chunks,
-                       schema: Schema, unit: PrivacyUnit, ctx: FitContext
+                       schema: Schema, population: Population, ctx: FitContext
                        ) -> tuple[Schema, pd.DataFrame | Chunks]:
         """(the schema with every private domain learned under DP, the data prepared for
         it); the schema itself when every domain is public. A file is counted as it is
-        read."""
-        if schema.releasable:
+        read. The mechanisms see the public rows (n, or k·U), as the plan did."""
+        if not schema.to_learn:
             return schema, data
+        rows, k = population.units * population.max_rows, population.max_rows
         if isinstance(data, Chunks):
             return learn_domains(data.scan(ctx, DOMAIN, "reading the table to learn its "
-                                           "domains under DP"), schema, self.ledger_), data
-        ctx.stage(DOMAIN, sum(not c.releasable for c in schema),
+                                           "domains under DP"), schema, self.ledger_,
+                                 rows), data
+        ctx.stage(DOMAIN, len(schema.to_learn),
                   "learning data-derived domains under DP")
-        learned = learn_domains(data, schema, self.ledger_,
-                                progress=lambda i, k: ctx.progress(DOMAIN, i, k),
-                                rows_per_unit=unit.max_rows)
+        learned = learn_domains(data, schema, self.ledger_, rows,
+                                progress=lambda i, n: ctx.progress(DOMAIN, i, n),
+                                rows_per_unit=k)
         return learned, prepare(table, learned)
 
     def _encode(self, data: pd.DataFrame | Chunks, file: TableFile | None, schema: Schema,
@@ -495,7 +507,7 @@ class Synthesizer:
         n = self.n_rows_ if n is None else check_rows(n, len(self.schema_), "n (rows to sample)")
         check_seed(seed, "seed")
         rng = self.rng_ if seed is None else np.random.default_rng(seed)
-        return missing.decode(self._sample(n, rng), self.schema_)
+        return rounded(missing.decode(self._sample(n, rng), self.schema_, rng), self.schema_)
 
     def _fit(self, data: pd.DataFrame | Chunks, schema: Schema, ctx: FitContext) -> None:
         """Learn from ``data``, the table in model space (Chunks when ``streams``)."""
@@ -560,14 +572,36 @@ def rows_preview(population: Population, epsilon: float, delta: float) -> NoiseS
         event)
 
 
-def domain_preview(schema: Schema, epsilon: float, delta: float, rows_per_unit: int = 1
+def domain_preview(schema: Schema, epsilon: float, delta: float, population: Population
                    ) -> NoiseScale:
-    """Noise of learning the data-derived domains (see :mod:`synth.privacy.domains`)."""
-    todo = [c.name for c in schema if not c.releasable]
+    """Noise of learning the data-derived domains and blanks (see
+    :mod:`synth.privacy.domains`): how many rows a category needs to be kept, how much of
+    the table a learned bound may cut off, how many blanks a column needs for any to be
+    released, from public facts only."""
+    todo = schema.to_learn
     eps_c, delta_c = epsilon / len(todo), delta / len(todo)
-    k = rows_per_unit
-    keep = f"{keep_threshold(eps_c, delta_c, k):.0f}" if delta_c > 0 else "∞ (δ = 0)"
+    k, rows = population.max_rows, population.units * population.max_rows
+    plans = column_events(schema, epsilon, delta, rows, k)
+    said = []
+    if any(c.kind == CATEGORICAL for c in todo):
+        keep = f"{keep_threshold(eps_c, delta_c, k):,.0f}" if delta_c > 0 else "∞ (δ = 0)"
+        said.append(f"a category needs about {keep} rows to be kept, rarer ones fold into "
+                    "'other'")
+    bounded = [c for c in todo if plans[c.name].bounds is not None]
+    if bounded:
+        worst = max(bounds_loss(plans[c.name].bounds, rows, c.integer) for c in bounded)
+        said.append(f"a learned bound may cut off up to {worst:.1%} of the rows at each end "
+                    "(95 % confidence), usually far less")
+    blanks = [plans[c.name].blanks for c in todo if plans[c.name].blanks is not None]
+    if blanks:
+        most = max(BLANKS_SCALES * e.scale for e in blanks)
+        said.append(f"a column may have blanks in the release only if its noisy count of "
+                    f"them clears about {most:,.0f}")
+    events = [e for plan in plans.values() for e in plan.events]
     return NoiseScale(
-        DOMAIN, "Laplace counts, thresholded", f"scale {laplace_scale(eps_c, k):.3g} per count",
-        f"{len(todo)} columns share ε = {epsilon:.3g}: a category needs about {keep} rows to "
-        "be kept, rarer ones fold into 'other'")
+        DOMAIN, "; ".join(dict.fromkeys(
+            "thresholded Laplace counts" if c.kind == CATEGORICAL else
+            "exponential mechanisms over a fixed grid" if plans[c.name].bounds else
+            "Laplace counts" for c in todo)),
+        "; ".join(dict.fromkeys(describe(e) for e in events)),
+        f"{len(todo)} columns share ε = {epsilon:.3g}: " + "; ".join(said))

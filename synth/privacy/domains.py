@@ -1,46 +1,90 @@
 """Learning column domains under DP, for columns whose domain the user has not declared public.
 
-Both are histograms, and replacing one record moves it from one cell to another: L1
-sensitivity 2 (:func:`~synth.privacy.events.histogram_l1`), so the Laplace scale is b = 2/ε;
-a unit of up to k rows moves 2k, so b = 2k/ε (``rows_per_unit`` below).
+Replacing one record moves it from one cell of a histogram to another (L1 sensitivity 2,
+:func:`~synth.privacy.events.histogram_l1`) and changes any count of rows below or above a
+point by at most 1; a unit of up to k rows moves k times that (``rows_per_unit`` below).
 
 * Categories: **thresholded noisy counts**. Each category present in the data gets its count
-  plus Laplace(b); it is kept when that clears τ = 1 + b·ln(1/(2δ)). A category only one table
-  of a neighbouring pair holds (count 1) leaks with probability ½e^{−(τ−1)/b} = δ, so this is
-  (ε, δ)-DP (:class:`~synth.privacy.events.LaplaceThreshold`, which derives the δ of a
-  unit's up to k keys; the threshold below meets it). ``other`` is always part of
-  the learned domain, so its presence says nothing about rare categories; they fold into it.
-* Numeric bounds: a **noisy log-scale histogram**. Counts over a fixed grid of signed powers
-  of two get Laplace(b) noise; the bounds are the edges of the outermost bins that clear a
-  threshold an empty bin is unlikely to reach. Extreme DP quantiles would be tighter in
-  theory, but at the small ε a domain share gets they are close to uniform over the grid.
+  plus Laplace(b), b = 2k/ε; it is kept when that clears τ = 1 + b·ln(1/(2δ)). A category
+  only one table of a neighbouring pair holds (count 1) leaks with probability
+  ½e^{−(τ−1)/b} = δ, so this is (ε, δ)-DP (:class:`~synth.privacy.events.LaplaceThreshold`,
+  which derives the δ of a unit's up to k keys; the threshold below meets it). ``other`` is
+  always part of the learned domain, so its presence says nothing about rare categories.
+* Numeric bounds: **three exponential mechanisms over a fixed grid** of signed edges, 0 and
+  ±2^(j/8) (whole numbers for an integer column), so nothing about the grid depends on data.
+  First a *middle*: the stretch between two edges with the most values on both sides of it
+  (its depth, min(rows ≥ its lower edge, rows ≤ its upper edge), sensitivity 1: a value many
+  rows share lies inside a stretch and counts on both sides), which lands inside the data
+  with high probability once it has ε ≈ 7·ln(m/β)/n. Then each *end*, searched outward from
+  the middle, the upper first: an edge e scores −(rows beyond e − T)₊ − λ·d(e), the rows it
+  would cut off (T = n/200 are tolerated) against how far it lies from the middle, d in
+  octaves of a scale: the middle's magnitude for the upper end, and for the lower the larger
+  of that and the upper end's distance from the middle (so a balance whose middle is 477
+  reaches −832 in 2.5 octaves, not through twenty octaves of small numbers, and a middle
+  near 0 in data spread far both ways does not pin the lower end there). λ = max(κ/ε, n/200)
+  rows an octave. The rows beyond an edge all move the same way when a record is replaced,
+  so the ends are monotone exponential mechanisms, Pr ∝ exp(ε·s) (McSherry–Talwar): an end
+  goes as far as the data justify, and past the data each further octave is at least e^κ
+  less likely. Quantiles by the exponential mechanism over the whole grid fail here: at the
+  few thousandths of ε a column gets, the hundreds of empty edges outweigh the data's few.
+  The grid cannot tell apart values less than about 9 % apart (a year's 1990 from 2005):
+  such columns need public bounds.
+* Blanks: a number declared to allow them (``missing='indicator'``) gets a **Laplace count**
+  of its missing values (sensitivity 1, a unit's k). Where the noisy count is within its
+  noise of zero (under 3 scales: an empty column passes with probability 2.5 %) the column
+  is learned to have none (``blanks=False``): methods still model its indicator, as their
+  plans said, but the release has no blanks there (:func:`synth.missing.decode`).
 
-Columns share the domain stage's (ε, δ) equally, composed by basic composition; each learned
-column is one ledger entry.
+Columns share the domain stage's (ε, δ) equally, composed by basic composition (a number's
+blank count takes a quarter of its part when its bounds are learned too); a learned category
+list is one ledger entry, learned bounds two (the middle, then both ends), a blank count one.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from synth.errors import BudgetError
-from synth.marginals import marginal
 from synth.privacy.budget import Ledger
-from synth.privacy.events import Laplace, LaplaceThreshold, histogram_l1
-from synth.privacy.mechanisms import laplace
+from synth.privacy.events import Event, Exponential, Laplace, LaplaceThreshold, histogram_l1
+from synth.privacy.mechanisms import exponential, laplace
 from synth.schema import CATEGORICAL, OTHER, Column, Schema
 
 DOMAIN = "domain"
-BETA = 0.01  # chance that some empty grid bin is mistaken for data
+STEPS = 8  # grid edges per octave of magnitude
+SPREAD_COST = 6.0  # κ: an end one octave (of the middle's magnitude) further is e^κ less likely
+SPREAD_ROWS = 5e-3  # …and worth this share of the rows, when that is more than κ/ε rows
+TOLERATED = 5e-3  # the share of the rows each end may cut off at no cost
+MIDDLE_MOST = 0.3  # the most of a column's ε its middle takes
+MIDDLE_BETA = 1e-3  # the middle's chance of landing outside the central 80 % of the rows
+BLANKS_SHARE = 0.25  # of a number's part, for its blank count when its bounds are learned too
+BLANKS_SCALES = 3.0  # a noisy blank count under this many Laplace scales says there are none
 
-# edges 0, ±2^-10 … ±2^62: a data-independent grid for learning numeric bounds
-_POW = 2.0 ** np.arange(-10, 63)
-GRID = np.concatenate([-_POW[::-1], [0.0], _POW])
+
+def default_share(schema: Schema) -> float:
+    """The domain share a run gets unless told otherwise: 0.2 when numeric bounds are to be
+    learned (each has a middle and two ends to find; at 0.1 Bank's tails were lost,
+    benchmarks/private_domains.py), 0.1 for category lists and blank counts alone."""
+    private = [c for c in schema if not c.releasable]
+    return 0.2 if any(c.kind != CATEGORICAL for c in private) else 0.1
+
+
+@functools.lru_cache(maxsize=2)
+def grid(integer: bool) -> np.ndarray:
+    """The fixed edges bounds are chosen from: 0 and ±2^(j/8) up to 2^62, as whole numbers
+    (deduplicated) for an integer column, with ±2^-10 … ±2^-1 below them for any other."""
+    magnitudes = 2.0 ** (np.arange(0, 62 * STEPS + 1) / STEPS)
+    if integer:
+        magnitudes = np.unique(np.round(magnitudes))
+    else:
+        magnitudes = np.concatenate([2.0 ** np.arange(-10, 0), magnitudes])
+    return np.concatenate([-magnitudes[::-1], [0.0], magnitudes])
 
 
 def laplace_scale(epsilon: float, rows_per_unit: int = 1) -> float:
@@ -68,81 +112,149 @@ def kept_categories(counts: pd.Series, event: LaplaceThreshold) -> tuple[str, ..
     return (*[k for k in kept if k != OTHER], OTHER)
 
 
-def bounds_threshold(epsilon: float, bins: int = len(GRID) - 1, beta: float = BETA,
-                     rows_per_unit: int = 1) -> float:
-    """τ = b·ln(bins/(2β)): an empty bin's Laplace(b) count clears it with probability
-    β/bins, so all spurious bins together appear with probability ≤ β."""
-    return laplace_scale(epsilon, rows_per_unit) * math.log(bins / (2 * beta))
+def bounds_events(epsilon: float, rows: int, integer: bool, missing: bool = False,
+                  rows_per_unit: int = 1) -> tuple[Exponential, Exponential]:
+    """(the middle's pick, the two ends' picks) of a column's bounds learned with ``epsilon``
+    from ``rows`` rows (public: n, or k·U). The middle takes what lands it inside the data
+    (ε ≈ 7·ln(m/β)/n, at most 30 % of ε; 30 % when values may be missing, as how many are is
+    private); each end half the rest. Under units a unit's rows may move both ways, so the
+    ends' scores are monotone only for one row per unit."""
+    k = rows_per_unit
+    edges = len(grid(integer))
+    middle = MIDDLE_MOST * epsilon
+    if not missing:
+        middle = min(middle, 4 * math.log(edges / MIDDLE_BETA) / (0.6 * rows))
+    return (Exponential(middle, float(k)),
+            Exponential((epsilon - middle) / 2, float(k), count=2, monotone=k == 1))
 
 
-def grid_counts(values: np.ndarray) -> np.ndarray:
-    """How many ``values`` fall in each bin of the power-of-two grid (NaN in none)."""
+def grid_counts(values: np.ndarray, integer: bool) -> np.ndarray:
+    """How many ``values`` fall on and between the grid's edges (NaN nowhere): cell 2i + 1
+    holds the values equal to edge i, cell 2i those between edges i − 1 and i (cell 0 those
+    below the first, the last cell those above the last)."""
+    edges = grid(integer)
     x = np.asarray(values, dtype=float)
-    x = np.clip(x[~np.isnan(x)], GRID[0], np.nextafter(GRID[-1], 0))
-    bins = np.searchsorted(GRID, x, side="right") - 1
-    return marginal(bins[:, None], [len(GRID) - 1])
+    x = x[~np.isnan(x)]
+    i = np.searchsorted(edges, x, side="left")
+    on = edges[np.minimum(i, len(edges) - 1)] == x
+    return np.bincount(2 * i + on, minlength=2 * len(edges) + 1)
 
 
-def dp_bounds(values: np.ndarray, epsilon: float, column: str = "", rows_per_unit: int = 1
-              ) -> tuple[float, float]:
-    """ε-DP bounds from a Laplace histogram over the signed power-of-two grid.
-
-    The grid is fixed in advance and each record lands in one bin, so the noisy histogram
-    (scale 2k/ε, L1 sensitivity 2k for units of up to k rows) is ε-DP; the bounds are the
-    outer edges of the outermost bins whose noisy count clears :func:`bounds_threshold`.
-    They are loose by at most a factor of two, and values beyond them are clipped.
-    """
-    return grid_bounds(grid_counts(values), epsilon, column, rows_per_unit)
+def beyond(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rows below each edge, rows above it) from :func:`grid_counts`."""
+    before = np.concatenate([[0], np.cumsum(counts)])
+    total = before[-1]
+    edges = np.arange((len(counts) - 1) // 2)
+    return before[2 * edges + 1], total - before[2 * edges + 2]
 
 
-def grid_bounds(counts: np.ndarray, epsilon: float, column: str = "", rows_per_unit: int = 1
-                ) -> tuple[float, float]:
-    """:func:`dp_bounds` from the grid's counts (:func:`grid_counts`)."""
-    noisy = laplace(counts.astype(float), laplace_scale(epsilon, rows_per_unit))
-    tau = bounds_threshold(epsilon, rows_per_unit=rows_per_unit)
-    present = np.flatnonzero(noisy > tau)
-    if present.size == 0:
-        raise BudgetError(
-            f"column {column!r}: too few rows for the budget to learn its bounds privately "
-            f"(a bin needs about {tau:.0f} rows at ε={epsilon:.3g}); "
-            "declare its bounds public or give the domain share more budget")
-    return float(GRID[present[0]]), float(GRID[present[-1] + 1])
+def grid_bounds(counts: np.ndarray, events: tuple[Exponential, Exponential], rows: int,
+                integer: bool, missing: bool = False) -> tuple[float, float]:
+    """Bounds from :func:`grid_counts`: the middle, then the upper end outward from it, then
+    the lower (see the module's docstring); the caller has charged ``events``. A column
+    whose values may be missing tolerates no cut-off rows: how many it has present is
+    private, and n/200 may be many of them."""
+    edges = grid(integer)
+    below, above = beyond(counts)
+    middle, ends = events
+    # the middle: the stretch between two edges with the most rows on both sides of it (its
+    # depth, min(rows ≥ its lower edge, rows ≤ its upper)), named by its lower edge; a value
+    # that many rows share (40 hours a week) lies inside a stretch, not on an edge
+    present = below[0] + above[0] + counts[1]
+    depth = np.minimum(present - below[:-1], present - above[1:])
+    m = int(exponential(depth.astype(float), middle.epsilon, middle.sensitivity))
+    tolerated = 0.0 if missing else TOLERATED * rows
+    per_octave = max(SPREAD_COST / ends.epsilon, SPREAD_ROWS * rows)
+
+    def end(side: np.ndarray, tail: np.ndarray, scale: float) -> int:
+        spread = np.sign(edges) * np.log2(1 + np.abs(edges) / scale)
+        scores = -np.maximum(tail[side] - tolerated, 0) - per_octave * np.abs(
+            spread[side] - spread[m])
+        return int(side[exponential(scores, ends.epsilon, ends.sensitivity, ends.monotone)])
+
+    magnitude = max(abs(edges[m]), 1.0)
+    hi = end(np.arange(m, len(edges)), above, magnitude)
+    # the lower end's octaves are of the larger of the middle's magnitude and the upper
+    # end's distance from it: a middle near 0 in data that spread far both ways would
+    # make crossing 0 cost many octaves of small numbers
+    lo = end(np.arange(m, -1, -1), below, max(magnitude, edges[hi] - edges[m]))
+    if hi <= lo:  # one value everywhere: the next edge up makes an interval
+        hi = min(lo + 1, len(edges) - 1)
+    return float(edges[lo]), float(edges[hi])
+
+
+def bounds_loss(events: tuple[Exponential, Exponential], rows: int, integer: bool,
+                beta: float = 0.05) -> float:
+    """The share of the ``rows`` an end may cut off (the tolerated 1/200 and more), at worst
+    with probability 1 − β: a monotone exponential mechanism's pick scores within
+    ln(m/β)/ε of the best (McSherry–Talwar), and an end's score counts rows cut off."""
+    ends = events[1]
+    factor = 1 if ends.monotone else 2
+    slack = factor * ends.sensitivity * math.log(len(grid(integer)) / beta) / ends.epsilon
+    return min(1.0, TOLERATED + slack / rows)
+
+
+@dataclass(frozen=True)
+class Learning:
+    """What learning one column's domain charges, worked out from public facts: a category
+    list's thresholded counts, or a number's bounds (the middle's pick, the ends' picks)
+    and, where it may have blanks, their Laplace count."""
+
+    categories: LaplaceThreshold | None = None
+    bounds: tuple[Exponential, Exponential] | None = None
+    blanks: Laplace | None = None
+
+    @property
+    def events(self) -> list[Event]:
+        """In the order they are charged."""
+        return [e for e in (self.categories, *(self.bounds or ()), self.blanks)
+                if e is not None]
 
 
 def domain_counts(frames: Iterable[pd.DataFrame], columns: Sequence[Column]
-                  ) -> dict[str, pd.Series | np.ndarray]:
+                  ) -> dict[str, pd.Series | tuple[np.ndarray, int]]:
     """What learning ``columns``' domains reads, summed over the table's ``frames`` (chunks
     of the prepared table): a categorical column's count per category, a numeric one's
-    :func:`grid_counts`. Nothing is spent here."""
-    counts: dict[str, pd.Series | np.ndarray] = {}
+    :func:`grid_counts` and its count of missing values. Nothing is spent here."""
+    counts: dict[str, pd.Series | tuple[np.ndarray, int]] = {}
     for frame in frames:
         for col in columns:
             values = frame[col.name]
-            got = values.value_counts() if col.kind == CATEGORICAL else grid_counts(
-                values.to_numpy(dtype=float))
-            counts[col.name] = got if col.name not in counts else (
-                counts[col.name].add(got, fill_value=0).astype(np.int64)
-                if col.kind == CATEGORICAL else counts[col.name] + got)
+            if col.kind == CATEGORICAL:
+                got = values.value_counts()
+                counts[col.name] = got if col.name not in counts else (
+                    counts[col.name].add(got, fill_value=0).astype(np.int64))
+                continue
+            x = values.to_numpy(dtype=float)
+            grid_part, blanks = grid_counts(x, col.integer), int(np.isnan(x).sum())
+            if col.name in counts:
+                grid_part, blanks = grid_part + counts[col.name][0], blanks + counts[col.name][1]
+            counts[col.name] = (grid_part, blanks)
     return counts
 
 
 def learn_domains(data: pd.DataFrame | Iterable[pd.DataFrame], schema: Schema, ledger: Ledger,
-                  stage: str = DOMAIN, progress: Callable[[int, int], None] | None = None,
+                  rows: int, stage: str = DOMAIN,
+                  progress: Callable[[int, int], None] | None = None,
                   rows_per_unit: int = 1) -> Schema:
-    """The schema with every data-derived domain replaced by one learned under DP.
+    """The schema with everything data-derived learned under DP: domains not declared
+    public, and whether numbers declared to allow blanks have any
+    (:attr:`~synth.schema.Schema.to_learn`).
 
-    ``data`` is the table prepared against ``schema``, whole or in chunks. Spends the
-    ledger's ``stage`` share, split equally across the columns to learn, and refuses to run
-    without one. ``progress`` is called with (columns done, columns to learn). ``data`` holds
-    at most ``rows_per_unit`` rows of each unit of protection.
+    ``data`` is the table prepared against ``schema``, whole or in chunks, of ``rows`` rows
+    (public: n, or k·U under units). Spends the ledger's ``stage`` share, split equally
+    across the columns to learn, and refuses to run without one. ``progress`` is called with
+    (columns done, columns to learn). ``data`` holds at most ``rows_per_unit`` rows of each
+    unit of protection.
     """
-    todo = [c for c in schema if not c.releasable]
+    todo = schema.to_learn
     if not todo:
         return schema
     names = [c.name for c in todo]
     if stage not in ledger.budget.shares:
-        raise BudgetError(f"columns {names} have data-derived domains: declare them public or "
-                          f"give the budget a {stage!r} share to learn them privately")
+        raise BudgetError(f"columns {names} have data-derived domains or blanks to learn: "
+                          f"declare them public or give the budget a {stage!r} share to "
+                          "learn them privately")
     eps, delta = ledger.budget.allowance(stage)
     if eps <= 0:
         raise BudgetError(f"the {stage!r} share is empty, but columns {names} need their "
@@ -152,40 +264,70 @@ def learn_domains(data: pd.DataFrame | Iterable[pd.DataFrame], schema: Schema, l
         raise BudgetError(f"columns {categorical[:6]}: learning categories privately needs "
                           "δ > 0 in the domain share")
     counts = domain_counts([data] if isinstance(data, pd.DataFrame) else data, todo)
-    events = domain_events(schema, eps, delta, rows_per_unit)
+    plans = column_events(schema, eps, delta, rows, rows_per_unit)
     learned = {}
-    for i, (col, event) in enumerate(zip(todo, events, strict=True), 1):
-        learned[col.name] = _learn(col, counts[col.name], event, eps / len(todo),
-                                   rows_per_unit, ledger, stage)
+    for i, col in enumerate(todo, 1):
+        learned[col.name] = _learn(col, counts[col.name], plans[col.name], rows, ledger,
+                                   stage)
         if progress is not None:
             progress(i, len(todo))
     return replace(schema, columns=tuple(learned.get(c.name, c) for c in schema))
 
 
-def domain_events(schema: Schema, epsilon: float, delta: float, rows_per_unit: int = 1
-                  ) -> list[Laplace | LaplaceThreshold]:
-    """The event learning each data-derived domain charges, in schema order, from the
-    domain share (ε, δ) split equally over them: public facts only, so a plan states them
-    before anything is read."""
-    todo = [c for c in schema if not c.releasable]
+def column_events(schema: Schema, epsilon: float, delta: float, rows: int,
+                  rows_per_unit: int = 1) -> dict[str, Learning]:
+    """What learning each column charges (:class:`Learning`), by column in schema order,
+    from the domain share (ε, δ) split equally over the columns to learn: public facts only
+    (``rows`` is n, or k·U), so a plan states them before anything is read."""
+    todo = schema.to_learn
     eps, delta, k = epsilon / max(len(todo), 1), delta / max(len(todo), 1), rows_per_unit
-    return [LaplaceThreshold(laplace_scale(eps, k), histogram_l1(1, k),
-                             keep_threshold(eps, delta, k), k) if c.kind == CATEGORICAL
-            else Laplace(laplace_scale(eps, k), histogram_l1(1, k)) for c in todo]
+    plans = {}
+    for c in todo:
+        if c.kind == CATEGORICAL:
+            plans[c.name] = Learning(categories=LaplaceThreshold(
+                laplace_scale(eps, k), histogram_l1(1, k), keep_threshold(eps, delta, k), k))
+            continue
+        blanks = eps if c.releasable else BLANKS_SHARE * eps if c.missing == "indicator" else 0
+        plans[c.name] = Learning(
+            bounds=None if c.releasable else bounds_events(eps - blanks, rows, c.integer,
+                                                           c.missing == "indicator", k),
+            blanks=Laplace(k / blanks, float(k)) if blanks else None)
+    return plans
 
 
-def _learn(col: Column, counts: pd.Series | np.ndarray, event: Laplace | LaplaceThreshold,
-           eps: float, k: int, ledger: Ledger, stage: str) -> Column:
-    if isinstance(event, LaplaceThreshold):
-        ledger.charge(stage, event, f"categories of {col.name!r} (rare ones fold into "
-                                    f"{OTHER!r})")
-        return replace(col, categories=kept_categories(counts, event), learned=True)
-    ledger.charge(stage, event, f"bounds of {col.name!r} from a noisy histogram over "
-                                f"{len(GRID) - 1} power-of-two bins")
-    lo, hi = grid_bounds(counts, eps, col.name, k)
-    if col.integer:
-        lo, hi = math.floor(lo), math.ceil(hi)
-    fill = col.fill_value
-    if fill is not None:
-        lo, hi = min(lo, fill), max(hi, fill)
-    return replace(col, lower=lo, upper=hi, learned=True)
+def domain_events(schema: Schema, epsilon: float, delta: float, rows: int,
+                  rows_per_unit: int = 1) -> list[Event]:
+    """:func:`column_events` in the order they are charged."""
+    return [e for plan in column_events(schema, epsilon, delta, rows, rows_per_unit).values()
+            for e in plan.events]
+
+
+def _learn(col: Column, counts: pd.Series | tuple[np.ndarray, int], plan: Learning, rows: int,
+           ledger: Ledger, stage: str) -> Column:
+    if plan.categories is not None:
+        ledger.charge(stage, plan.categories, f"categories of {col.name!r} (rare ones fold "
+                                              f"into {OTHER!r})")
+        return replace(col, categories=kept_categories(counts, plan.categories), learned=True)
+    grid_part, blanks = counts
+    if plan.bounds is not None:
+        ledger.charge(stage, plan.bounds[0], f"the middle of {col.name!r}, where its bounds "
+                                             "are sought from")
+        ledger.charge(stage, plan.bounds[1], f"the bounds of {col.name!r}, each end outward "
+                                             "from the middle")
+        lo, hi = grid_bounds(grid_part, plan.bounds, rows, col.integer,
+                             col.missing == "indicator")
+        fill = col.fill_value
+        if fill is not None:
+            lo, hi = min(lo, fill), max(hi, fill)
+        col = replace(col, lower=lo, upper=hi)
+    if plan.blanks is not None:
+        ledger.charge(stage, plan.blanks, f"how many values of {col.name!r} are missing")
+        col = replace(col, blanks=has_blanks(blanks, plan.blanks))
+    return replace(col, learned=True)
+
+
+def has_blanks(count: int, event: Laplace) -> bool:
+    """Whether a column's noisy count of missing values says it has any: the count plus
+    Laplace noise clears :data:`BLANKS_SCALES` scales (a column without any passes with
+    probability ½·e^−3, 2.5 %)."""
+    return float(laplace(np.array([float(count)]), event.scale)[0]) > BLANKS_SCALES * event.scale

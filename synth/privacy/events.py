@@ -160,11 +160,17 @@ class PoissonSampledGaussian(_Event):
 class Exponential(_Event):
     """``count`` selections, each the exponential mechanism Pr[i] ∝ exp(ε·s_i/(2Δ)) for scores
     of sensitivity Δ (McSherry–Talwar 2007). Each is ε-DP, ε-bounded-range and ε²/8-zCDP
-    (Durfee–Rogers 2019; Cesar–Rogers 2021); Gumbel top-k is k such selections (peeling)."""
+    (Durfee–Rogers 2019; Cesar–Rogers 2021); Gumbel top-k is k such selections (peeling).
+
+    ``monotone``: every score moves the same way between neighbouring tables (all up or all
+    down, by at most Δ), and Pr[i] ∝ exp(ε·s_i/Δ). The privacy loss of an outcome is then
+    ε·(s_i − s'_i)/Δ − ln(Z/Z'), whose first term lies in [0, ε] (or [−ε, 0]) for every i: so
+    it too is ε-DP and ε-bounded-range (McSherry–Talwar 2007, Sect. 3)."""
 
     epsilon: float
     sensitivity: float
     count: int = 1
+    monotone: bool = False
     kind: ClassVar[str] = "exponential"
 
     def __post_init__(self) -> None:
@@ -172,6 +178,14 @@ class Exponential(_Event):
         _positive(self.sensitivity, "exponential mechanism's sensitivity")
         if int(self.count) != self.count or self.count < 0:
             raise BudgetError(f"count must be an integer ≥ 0, got {self.count!r}")
+        if not isinstance(self.monotone, bool):
+            raise BudgetError(f"monotone must be true or false, got {self.monotone!r}")
+
+    def to_dict(self) -> dict[str, Any]:  # a ledger without monotone picks as it always was
+        data = super().to_dict()
+        if not self.monotone:
+            del data["monotone"]
+        return data
 
 
 @dataclass(frozen=True)
@@ -294,7 +308,8 @@ def describe(event: Event) -> str:
         return (f"noise multiplier σ = {event.noise_multiplier:.3g}, sampling rate "
                 f"{event.sampling_rate:.3g}, {event.steps:,} steps")
     if isinstance(event, Exponential):
-        return (f"ε per selection = {event.epsilon:.3g}, sensitivity {event.sensitivity:.3g}, "
+        return (f"ε per selection = {event.epsilon:.3g}, sensitivity {event.sensitivity:.3g}"
+                f"{' (monotone scores)' if event.monotone else ''}, "
                 f"{event.count:,} selection{'s' if event.count != 1 else ''}")
     if isinstance(event, ZCDP):
         return f"ρ = {event.rho:.3g}"

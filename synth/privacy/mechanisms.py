@@ -163,19 +163,22 @@ def _scores(scores) -> np.ndarray:
     return s
 
 
-def _gumbel_scale(epsilon: float, sensitivity: float) -> float:
-    """β = 2Δ/ε: argmax(s + Gumbel(β)) draws i with probability ∝ exp(ε·s_i/(2Δ))."""
-    return 2 * _positive(sensitivity, "sensitivity") / _positive(epsilon, "epsilon")
+def _gumbel_scale(epsilon: float, sensitivity: float, monotone: bool = False) -> float:
+    """β = 2Δ/ε: argmax(s + Gumbel(β)) draws i with probability ∝ exp(ε·s_i/(2Δ)); Δ/ε for
+    scores that all move the same way between neighbours (``monotone``)."""
+    factor = 1 if monotone else 2
+    return factor * _positive(sensitivity, "sensitivity") / _positive(epsilon, "epsilon")
 
 
-def exponential(scores, epsilon: float, sensitivity: float):
-    """Exponential mechanism, Pr[i] ∝ exp(ε·s_i / (2Δ)), one pick per row of ``scores``.
+def exponential(scores, epsilon: float, sensitivity: float, monotone: bool = False):
+    """Exponential mechanism, Pr[i] ∝ exp(ε·s_i / (2Δ)), one pick per row of ``scores``
+    (exp(ε·s_i/Δ) for ``monotone`` scores: :class:`~synth.privacy.events.Exponential`).
 
     Report-noisy-max with Gumbel noise of scale 2Δ/ε is exactly this distribution and never
     exponentiates, so huge score ranges cannot overflow. ε-DP, ε-bounded range.
     """
     s = _scores(scores)
-    beta = _gumbel_scale(epsilon, sensitivity)
+    beta = _gumbel_scale(epsilon, sensitivity, monotone)
     rows = s.reshape(-1, s.shape[-1])
     if _test_rng is not None:
         picks = np.argmax(rows + _test_rng.gumbel(0.0, beta, size=rows.shape), axis=-1)
