@@ -22,9 +22,10 @@ point by at most 1; a unit of up to k rows moves k times that (``rows_per_unit``
   of that and the upper end's distance from the middle (so a balance whose middle is 477
   reaches −832 in 2.5 octaves, not through twenty octaves of small numbers, and a middle
   near 0 in data spread far both ways does not pin the lower end there). λ = max(κ/ε, n/200)
-  rows an octave. The rows beyond an edge all move the same way when a record is replaced,
-  so the ends are monotone exponential mechanisms, Pr ∝ exp(ε·s) (McSherry–Talwar): an end
-  goes as far as the data justify, and past the data each further octave is at least e^κ
+  rows an octave (2k·κ/ε for units of up to k rows, whose picks are not monotone). The rows
+  beyond an edge all move the same way when a record is replaced, so the ends are monotone
+  exponential mechanisms, Pr ∝ exp(ε·s) (McSherry–Talwar): an end goes as far as the data
+  justify, and past the data each further octave is at least e^κ
   less likely. Quantiles by the exponential mechanism over the whole grid fail here: at the
   few thousandths of ε a column gets, the hundreds of empty edges outweigh the data's few.
   The grid cannot tell apart values less than about 9 % apart (a year's 1990 from 2005):
@@ -123,7 +124,8 @@ def bounds_events(epsilon: float, rows: int, integer: bool, missing: bool = Fals
     edges = len(grid(integer))
     middle = MIDDLE_MOST * epsilon
     if not missing:
-        middle = min(middle, 4 * math.log(edges / MIDDLE_BETA) / (0.6 * rows))
+        # the depth moves by k for a unit of k rows: k times the ε lands it as surely
+        middle = min(middle, 4 * k * math.log(edges / MIDDLE_BETA) / (0.6 * rows))
     return (Exponential(middle, float(k)),
             Exponential((epsilon - middle) / 2, float(k), count=2, monotone=k == 1))
 
@@ -163,8 +165,13 @@ def grid_bounds(counts: np.ndarray, events: tuple[Exponential, Exponential], row
     present = below[0] + above[0] + counts[1]
     depth = np.minimum(present - below[:-1], present - above[1:])
     m = int(exponential(depth.astype(float), middle.epsilon, middle.sensitivity))
-    tolerated = 0.0 if missing else TOLERATED * rows
-    per_octave = max(SPREAD_COST / ends.epsilon, SPREAD_ROWS * rows)
+    # under units of up to k rows only U = rows / k of them are sure to be there; an octave
+    # costs what makes it e^κ less likely whatever the pick's exponent (ε·s/Δ when monotone,
+    # ε·s/(2Δ) for a unit's rows, which may move both ways)
+    units = rows / ends.sensitivity
+    tolerated = 0.0 if missing else TOLERATED * units
+    exponent = ends.epsilon / (ends.sensitivity * (1 if ends.monotone else 2))
+    per_octave = max(SPREAD_COST / exponent, SPREAD_ROWS * units)
 
     def end(side: np.ndarray, tail: np.ndarray, scale: float) -> int:
         spread = np.sign(edges) * np.log2(1 + np.abs(edges) / scale)
