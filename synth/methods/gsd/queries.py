@@ -68,16 +68,22 @@ class Tracker:
 
 
 class _MarginalTracker(Tracker):
-    """Keeps the cells of the weighted slots only: an adaptive search has measured a few of
-    thousands of workloads, and the others never enter its loss."""
+    """Keeps the cells of the weighted slots only, numbered afresh: an adaptive search has
+    measured a few of thousands of workloads, and the others never enter its loss (nor its
+    arrays, whose size decides whether an edit's gathers stay in cache)."""
 
     def __init__(self, queries: Marginals, x, target, weight):
         self.q = queries
         slots = queries.weighted(weight)
-        self.cells = queries.cells(x, slots)
+        ends = np.append(queries.offsets[1:], queries.size)[slots]
+        starts = queries.offsets[slots]
+        first = np.cumsum(ends - starts) - (ends - starts)  # each slot's first compact cell
+        kept = np.concatenate([np.arange(0)] + [np.arange(a, b) for a, b in zip(starts, ends,
+                                                                                strict=True)])
+        self.cells = queries.cells(x, slots) + (first - starts)
         self._slots, self._stride, self._bins, self._valid = queries.by_column(slots)
-        counts = np.bincount(self.cells.ravel(), minlength=queries.size)
-        super().__init__(x, target, weight, counts / len(x))
+        counts = np.bincount(self.cells.ravel(), minlength=len(kept))
+        super().__init__(x, target[kept], weight[kept], counts / len(x))
 
     def _moves(self, x, rows, cols, values):
         slots, valid = self._slots[cols], self._valid[cols]  # (P, K)
