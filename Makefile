@@ -1,6 +1,8 @@
 # Two commands do everything on a fresh machine (see README.md):
 #   make app    install and start the app on the bundled sample
-#   make test   install what tests need (Chromium included) and run lint and the whole suite
+#   make test   install what tests need (Chromium included), run lint and the whole suite, and
+#               build the documentation strictly (a broken link or reference fails)
+#   make docs   serve the documentation at http://127.0.0.1:8000
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -10,7 +12,7 @@ PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 INSTALLED := $(VENV)/.installed
 TEST_INSTALLED := $(VENV)/.installed-test
 
-.PHONY: app test install install-test lint sample bench
+.PHONY: app test install install-test lint sample bench docs screenshots
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +39,18 @@ lint: install-test
 
 test: lint
 	$(PY) -m pytest
+	$(VENV)/bin/mkdocs build --strict --site-dir build/site
+
+docs: install-test
+	$(VENV)/bin/mkdocs serve
+
+# the documentation's screenshots, taken anew by the browser tests (commit what changed)
+screenshots: install-test
+	SYNTH_SCREENSHOTS=.screenshots $(PY) -m pytest -m browser -q
+	cp .screenshots/data.png .screenshots/synthesize.png .screenshots/tradeoffs.png docs/img/
+	cp .screenshots/live.png docs/img/synthesize-live.png
+	cp .screenshots/release.png docs/img/synthesize-release.png
+	cp .screenshots/compare-after-restart.png docs/img/compare.png
 
 sample: install
 	$(PY) scripts/make_sample_data.py

@@ -26,9 +26,9 @@ from synth.privacy.domains import DOMAIN, default_share
 from synth.privacy.unit import Population, PrivacyUnit, population
 from synth.release import CONFIGURATION, LEDGER, REPORT, TABLE
 from synth.report import steward_report
-from synth.runstore import DIED
 from synth.schema import Schema
 from synth.source import TableFile
+from synth.store import DIED
 from ui import layout, parameters, runner, state
 
 EPSILONS = [0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]

@@ -6,7 +6,7 @@ split, sample n rows, then tree and logistic-regression accuracy on the test spl
 
 * dpselect.json: every run (stage timings, peak memory, ledger totals, figures) and medians;
 * dpselect.html: accuracy and 2-way TVD against ε, one line per method (median, min–max band);
-* dpselect.md: the table that README.md shows.
+* dpselect.md: the same table in Markdown.
 
     python benchmarks/dpselect.py [--epsilons 0.5 1 2 4 8] [--seeds 3] [--methods ...]
         [--workers N] [--replayable-noise] [--out NAME]

@@ -8,7 +8,7 @@ sum of its runs' (ε, δ), each run's own total as its ledger accounts it. Each 
 names whom its run protected (a row, or every row of one person: :class:`PrivacyUnit`'s
 column, whatever its k), and the totals are kept per unit too: the sum over all runs bounds
 what one row's values gave away; a person's is the sum of the runs protecting their column,
-with row-level runs counted by group privacy (see README).
+with row-level runs counted by group privacy (see docs/privacy.md).
 
 A run **reserves** its whole budget before anything reads the table, in one transaction that
 checks the steward's lifetime limit, so two processes charging one table at once cannot both
@@ -236,7 +236,13 @@ class Store:
 
 @dataclass(frozen=True)
 class TableAccount:
-    """One table's account in a store: what a run charges."""
+    """One table's privacy account in a store (SQLite under ``SYNTH_HOME``): what every run on
+    the table has spent, from the app, the CLI and sweeps alike, and its lifetime limit.
+
+    ``TableAccount.of(table, name)`` finds the account by the table's contents (the same
+    file opened again is the same table); ``usage()`` reads it; ``set_limit(ε, δ)`` sets the
+    limit a run may not pass. A run ``reserve``-s its whole budget before it starts and
+    ``settle``-s what it really spent when it ends."""
 
     store: Store
     key: str

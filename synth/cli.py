@@ -1,6 +1,6 @@
 """``python -m synth``: infer schemas, run methods, evaluate, split by the protocol.
 
-These forms are a contract that outside tools script against (see README.md):
+These forms are a contract that outside tools script against (see docs/cli.md):
 
     python -m synth schema infer DATA.csv --out schema.json
     python -m synth schema confirm schema.json DATA.csv [--public COL,...] [--nice]
@@ -35,9 +35,9 @@ from synth.privacy.unit import PrivacyUnit
 from synth.protocol import protocol_split
 from synth.release import LEDGER, TABLE, Output, ReleaseWriter
 from synth.release import write_file as _write  # every other file the CLI writes
-from synth.runstore import RunStore
 from synth.schema import CATEGORICAL, Schema, infer_schema, validate
 from synth.source import TableFile, open_table, table_population
+from synth.store import RunStore
 from synth.sweep import DEMO, PRESETS
 
 

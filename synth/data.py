@@ -312,6 +312,8 @@ def sample_paths(name: str = "census") -> tuple[Path, Path]:
 
 
 def load_sample(name: str = "census") -> tuple[pd.DataFrame, Schema]:
-    """A bundled demo table and its public schema."""
+    """A bundled demo table and its public schema: ``"census"`` (5,000 people, every domain
+    from a codebook) or ``"panel"`` (person-months, protected per person by default). Made by
+    ``scripts/make_sample_data.py``; no real person is in either."""
     table_path, schema_path = sample_paths(name)
     return read_table(table_path), Schema.load(schema_path)

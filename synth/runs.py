@@ -40,9 +40,9 @@ from synth.release import (
     ReleaseWriter,
     read_csv_text,
 )
-from synth.runstore import CANCELLED, FAILED, RUN, RunEntry, RunStore, StoreError
 from synth.schema import Schema
 from synth.source import TableFile, read_whole, table_population
+from synth.store import CANCELLED, FAILED, RUN, RunEntry, RunStore, StoreError
 
 log = logging.getLogger(__name__)
 

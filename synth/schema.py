@@ -168,7 +168,15 @@ def _category(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Schema:
-    """An ordered set of columns and, optionally, the target column for utility checks."""
+    """An ordered set of columns and, optionally, the target column for utility checks.
+
+    Each :class:`Column` says its kind (numeric or categorical) and what is public about it:
+    bounds, categories, whether it holds whole numbers, what a missing value is. A schema read
+    off a table by :func:`infer_schema` is only a proposal (every column ``proposed``); a run
+    refuses it until the steward confirms it (``Schema.confirm`` or ``synth
+    schema confirm``). Domains not declared public are learned under DP in the run's
+    ``domain`` share. ``Schema.load``/``save`` read and write the JSON file the CLI and the app
+    use."""
 
     columns: tuple[Column, ...]
     target: str | None = None

@@ -25,9 +25,9 @@ from synth.account import TableAccount
 from synth.errors import ParameterError, SynthError
 from synth.privacy.unit import PrivacyUnit
 from synth.release import write_file
-from synth.runstore import CANCELLED, FAILED, SWEEP, RunEntry, RunStore, StoreError
 from synth.schema import Schema
 from synth.source import TableFile
+from synth.store import CANCELLED, FAILED, SWEEP, RunEntry, RunStore, StoreError
 
 log = logging.getLogger(__name__)
 

@@ -104,7 +104,7 @@ def set_param(at, method: str, name: str, value):
 def finished(app) -> list:
     """The finished runs the session lists, in the store's order: the store under this
     test's SYNTH_HOME holds them, the session what it compares them with."""
-    from synth.runstore import FINISHED, RUN, RunStore
+    from synth.store import FINISHED, RUN, RunStore
 
     try:
         listed = app.session_state["listed"]
@@ -613,7 +613,7 @@ def test_a_reloaded_page_finds_its_live_run_and_cancels_it(app):
     button(reloaded, "Cancel").click().run()
     finish(reloaded)
     assert any("was cancelled" in w.value for w in reloaded.warning)
-    from synth.runstore import CANCELLED, RunStore
+    from synth.store import CANCELLED, RunStore
 
     entry = RunStore().list()[0]
     assert entry.status == CANCELLED
@@ -628,7 +628,7 @@ def test_a_run_whose_process_died_shows_with_its_charge(app):
     import sqlite3
     import subprocess
 
-    from synth.runstore import RUN, RunStore
+    from synth.store import RUN, RunStore
 
     ds = app.session_state["dataset"]
     accounts, store = Store(), RunStore()

@@ -1,4 +1,5 @@
-"""The README's command-line walk-through runs as printed and gives a useful release."""
+"""The command-line walk-throughs (the README's, and the private-domain one on the CLI page of
+the docs) run as printed and give a useful release."""
 
 import json
 import os
@@ -10,11 +11,12 @@ import pandas as pd
 from .conftest import REPO
 
 
-def walkthrough(name: str = "walkthrough") -> list[str]:
-    """The commands of the README's walk-through block, continuation lines joined."""
-    text = (REPO / "README.md").read_text()
+def walkthrough(name: str = "walkthrough", page: str = "README.md") -> list[str]:
+    """The commands of a walk-through block (the README's, or a docs page's), continuation
+    lines joined."""
+    text = (REPO / page).read_text()
     block = re.search(rf"<!-- {name} -->\n```bash\n(.*?)```", text, re.S)
-    assert block, "the README lost its walk-through block"
+    assert block, f"{page} lost its walk-through block {name!r}"
     return [c.strip() for c in block.group(1).replace("\\\n", " ").splitlines() if c.strip()]
 
 
@@ -42,11 +44,11 @@ def test_the_readme_walkthrough_runs_as_printed_and_is_useful(tmp_path):
 def test_the_private_domain_walkthrough_runs_as_printed_and_learns_the_bounds(tmp_path):
     """Issue 36: the second walk-through (categories public, bounds learned) runs as
     printed; its bounds are learned and keep most rows, its release has no blanks, and the
-    loss the README admits (capital gain's tail) is what the checklist reports."""
+    loss the walk-through admits (capital gain's tail) is what the checklist reports."""
     (tmp_path / "sample_data").symlink_to(REPO / "sample_data")
     (tmp_path / ".venv").symlink_to(REPO / ".venv")
     results = {}
-    for command in walkthrough("walkthrough-private"):
+    for command in walkthrough("walkthrough-private", "docs/cli.md"):
         res = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True,
                              timeout=600, env={**os.environ, "SYNTH_HOME": str(tmp_path)})
         assert res.returncode == 0, f"{command}\n{res.stderr}"

@@ -146,7 +146,7 @@ def test_a_run_store_that_cannot_record_stops_the_run_and_settles_its_charge(sam
     """The record opens after the account's reservation: if it cannot, nothing is read and the
     reservation settles to nothing spent (it used to stay reserved in full)."""
     from synth.account import Store, TableAccount
-    from synth.runstore import RunStore, StoreError
+    from synth.store import RunStore, StoreError
 
     table, schema = sample
     store = RunStore(tmp_path / "runs.sqlite")
@@ -167,7 +167,7 @@ def test_a_stored_run_reads_back_as_its_release_byte_for_byte(sample, tmp_path):
 
     from synth.account import Store, TableAccount
     from synth.release import LEDGER, TABLE
-    from synth.runstore import FINISHED, RunStore
+    from synth.store import FINISHED, RunStore
 
     table, schema = sample
     store = RunStore(tmp_path / "runs.sqlite")
@@ -197,7 +197,7 @@ def test_a_run_whose_files_cannot_be_kept_is_recorded_as_failed(sample, tmp_path
     release) and never leaves the record running: it is closed as failed, saying why."""
     import synth.release as release
     from synth.account import Store, TableAccount
-    from synth.runstore import FAILED, RunStore
+    from synth.store import FAILED, RunStore
 
     def lost(point: str) -> None:
         raise SynthError(f"the disk went away ({point})")

@@ -187,7 +187,7 @@ def test_a_sweep_is_recorded_with_its_rows_and_a_stopped_one_as_cancelled(sample
     """The run store records a sweep as it starts and keeps its rows (sweep.csv) as it ends:
     finished, or cancelled with the runs that finished."""
     from synth.account import Store, TableAccount
-    from synth.runstore import CANCELLED, FINISHED, SWEEP, RunStore
+    from synth.store import CANCELLED, FINISHED, SWEEP, RunStore
     from synth.sweep import recorded
 
     table, schema = sample

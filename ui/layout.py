@@ -19,9 +19,9 @@ from synth.data import DEFAULT_MAX_BYTES, counted, human_bytes, read_table
 from synth.errors import DataError
 from synth.methods.base import BYTES_PER_CELL, sample_bound
 from synth.privacy.budget import epsilon_text
-from synth.runstore import FINISHED
 from synth.schema import infer_schema
 from synth.source import TableFile, read_whole
+from synth.store import FINISHED
 from ui import runner, state
 
 ENCODINGS = ("utf-8", "latin-1", "cp1252")
@@ -39,7 +39,7 @@ def spent_words(usage: Usage) -> str:
     if usage.mixed:
         words += ("; by whom the runs protected: " + "; ".join(
             f"{unit}, ε = {epsilon_text(e)}, δ = {d:.2g}" for unit, e, d in usage.by_unit)
-            + " (see the README on what each bounds)")
+            + " (the Privacy page of the documentation says what each bounds)")
     return words
 
 

@@ -1,7 +1,7 @@
 """Typed access to Streamlit's session state, so pages share data without string keys.
 
 Runs and sweeps are not the session's: they are the table's, kept in the run store
-(:mod:`synth.runstore`) under SYNTH_HOME, and one in progress is the server's (a registry by
+(:mod:`synth.store`) under SYNTH_HOME, and one in progress is the server's (a registry by
 table), so a reload, a new tab or a server restart finds them. A session holds only what it
 is looking at: the table, its choices, and the job it watches.
 """
@@ -30,8 +30,8 @@ from synth.methods import METHODS
 from synth.privacy.unit import PrivacyUnit
 from synth.runs import RunRecord
 from synth.runs import split as split_table
-from synth.runstore import CANCELLED, FINISHED, RUN, SWEEP, RunEntry, RunStore
 from synth.schema import Schema
+from synth.store import CANCELLED, FINISHED, RUN, SWEEP, RunEntry, RunStore
 from synth.sweep import recorded
 from ui import runner
 

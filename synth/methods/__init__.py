@@ -46,7 +46,12 @@ __all__ = [
 
 
 def make(name: str, params: Mapping[str, Any] | None = None) -> Synthesizer:
-    """A configured synthesizer; unknown names and parameters are refused by name."""
+    """A configured synthesizer: ``make("gsd", {"rounds": 20})``.
+
+    ``name`` is one of :data:`METHODS` (``python -m synth methods`` lists them with their
+    parameters); ``params`` overrides the method's defaults. Unknown names and parameters are
+    refused by name; values are checked against the declared constraints when the model is
+    fitted or previewed, so a bad value is refused before anything is spent."""
     if not isinstance(name, str) or name not in METHODS:
         raise ParameterError(f"unknown method {name!r}; choose from {sorted(METHODS)}")
     cls = METHODS[name]

@@ -180,7 +180,18 @@ class FitContext:
 
 
 class Synthesizer:
-    """Base class: subclasses set the class attributes and implement ``_fit`` and ``_sample``."""
+    """A synthesis method: configured by its parameters, fitted once under a budget, sampled
+    as often as wanted.
+
+    ``fit(table, schema, budget, ctx)`` spends at most ``budget`` and leaves the fitted
+    state: ``ledger_`` (every charge, each made before its mechanism ran), ``plan_`` (what the
+    fit was allowed to charge), ``schema_`` (the released schema: declared domains plus the
+    learned ones), ``timings_`` and ``n_rows_``. ``sample(n)`` is post-processing and spends
+    nothing. ``preview(n, schema, budget)`` shows the noise every stage would use without
+    reading any data.
+
+    Subclasses set the class attributes below and implement ``_charges``, ``_fit`` and
+    ``_sample`` (see the architecture page of the documentation)."""
 
     name: ClassVar[str]
     title: ClassVar[str]

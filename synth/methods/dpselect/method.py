@@ -66,7 +66,8 @@ class DPSelect(Synthesizer):
     generations, population, parents, p_c, p_m : the ``ga`` engine's N_g (default: the
         paper's table at the selection ε), N_p, N_s, crossover and per-gene mutation
         probabilities (p_m default 1/(n_s + 1)).
-    The remaining parameters configure the DP-GAN (see :class:`DPGAN`).
+    epochs, batch_size, components, critic_hidden, generator_batch, lr_critic, lr_generator,
+        max_grad_norm, bins, exact_integers : the pool's DP-GAN (see :class:`DPGAN`).
     """
 
     name = "dpselect"

@@ -18,9 +18,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from synth import runstore
+from synth import store as run_store
 from synth.account import Store
-from synth.runstore import (
+from synth.store import (
     CANCELLED,
     DIED,
     FAILED,
@@ -50,14 +50,14 @@ def clock(monkeypatch):
     """A clock one second apart per call and random parts drawn from a script: ids and order
     that do not depend on the machine's speed."""
     now = iter(range(1_800_000_000, 1_900_000_000))
-    monkeypatch.setattr(runstore, "time", SimpleNamespace(
+    monkeypatch.setattr(run_store, "time", SimpleNamespace(
         time=lambda: float(next(now)), gmtime=time.gmtime, strftime=time.strftime))
     draws: list[str] = []
-    monkeypatch.setattr(runstore, "token_hex", lambda _: draws.pop(0))
+    monkeypatch.setattr(run_store, "token_hex", lambda _: draws.pop(0))
     return draws
 
 
-def start(store: RunStore, table: str = "key-a", kind: str = RUN, **extra) -> runstore.RunEntry:
+def start(store: RunStore, table: str = "key-a", kind: str = RUN, **extra) -> run_store.RunEntry:
     return store.start(kind, table, f"{table}.csv", "independent" if kind == RUN else "",
                        extra.pop("epsilon", 1.0), 1e-6, {"method": "independent", **extra})
 
@@ -95,16 +95,16 @@ def test_ids_order_by_time_and_a_clash_draws_again(home, clock, monkeypatch):
     clock += ["aaaa", "aaaa", "bbbb"]  # the second's first draw is taken
     store.root.joinpath(time.strftime("%Y%m%d-%H%M%S-cccc", time.gmtime(1_800_000_002))
                         ).mkdir()  # a folder left from another file: not reused
-    runstore.time.time = lambda: 1_800_000_001.0
+    run_store.time.time = lambda: 1_800_000_001.0
     a, b = start(store), start(store)
     assert a.id.endswith("-aaaa") and b.id.endswith("-bbbb") and a.id[:-4] == b.id[:-4]
     clock += ["cccc", "dddd"]
-    runstore.time.time = lambda: 1_800_000_002.0
+    run_store.time.time = lambda: 1_800_000_002.0
     c = start(store)
     assert c.id.endswith("-dddd")
     assert [e.id for e in store.list()] == [c.id, b.id, a.id]
     assert sorted(e.id for e in store.list()) == [a.id, b.id, c.id]
-    monkeypatch.setattr(runstore, "token_hex", lambda _: "dddd")  # every draw taken
+    monkeypatch.setattr(run_store, "token_hex", lambda _: "dddd")  # every draw taken
     with pytest.raises(StoreError, match="no free run id"):
         within(60, start, store)
     assert len(store.list()) == 3
@@ -131,7 +131,7 @@ def test_a_status_moves_once_from_running(home):
 
 
 DIE = """
-from synth.runstore import RunStore, RUN
+from synth.store import RunStore, RUN
 print(RunStore().start(RUN, "key-a", "a.csv", "dpgan", 2.0, 1e-6, {"epochs": 9}).id)
 """
 
@@ -149,9 +149,9 @@ def test_a_run_whose_process_is_gone_reads_as_died(home):
         db.execute("UPDATE runs SET host = 'elsewhere' WHERE id = ?", (gone.id,))
     assert store.get(gone.id).status == RUNNING
     with sqlite3.connect(store.path) as db:
-        db.execute("UPDATE runs SET host = ? WHERE id = ?", (runstore.HOST, gone.id))
+        db.execute("UPDATE runs SET host = ? WHERE id = ?", (run_store.HOST, gone.id))
     assert store.stop(gone.id, FAILED, "the process died").status == FAILED  # a clean-up
-    if runstore._stat(os.getpid()) is not None:  # Linux: a reused pid is another process
+    if run_store._stat(os.getpid()) is not None:  # Linux: a reused pid is another process
         with sqlite3.connect(store.path) as db:
             db.execute("UPDATE runs SET birth = birth + 1 WHERE id = ?", (live.id,))
         assert store.get(live.id).status == DIED
@@ -185,7 +185,7 @@ def test_unknown_and_ambiguous_ids_are_one_line_errors_and_a_unique_prefix_is_en
         home, clock):
     store = RunStore()
     clock += ["aaaa", "aabb", "bbbb"]
-    runstore.time.time = lambda: 1_800_000_000.0
+    run_store.time.time = lambda: 1_800_000_000.0
     a, b, c = start(store), start(store), start(store)
     assert store.get(c.id[:-3]) == store.get(c.id)
     assert store.finish(a.id[:-1]).id == a.id
@@ -213,14 +213,14 @@ def test_the_store_is_its_owners_alone(home):
 STARTS = """
 import random, sys, time
 from pathlib import Path
-from synth import runstore
+from synth import store as run_store
 go = Path(sys.argv[1])
 while not go.exists():  # start together, as closely as the OS allows
     time.sleep(0.001)
-runstore.token_hex = lambda _: f"{random.randrange(256):04x}"  # clashes are likely
-store = runstore.RunStore()
+run_store.token_hex = lambda _: f"{random.randrange(256):04x}"  # clashes are likely
+store = run_store.RunStore()
 for _ in range(20):
-    print(store.start(runstore.RUN, "key-a", "a.csv", "independent", 1.0, 0.0, {}).id)
+    print(store.start(run_store.RUN, "key-a", "a.csv", "independent", 1.0, 0.0, {}).id)
 """
 
 
