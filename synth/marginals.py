@@ -126,7 +126,7 @@ class Slot:
     offset: int
 
 
-def _layout(space: Space, tuples: Sequence[tuple[int, ...]], levels: int
+def _layout(space: Space, tuples: Sequence[tuple[int, ...]], levels: int, exact: int = 0
             ) -> tuple[list[Slot], np.ndarray, np.ndarray, list[str]]:
     """Per workload (a column tuple): its slots, one per level when a column is numeric, laid
     out one after another; returns the slots and the workloads' bounds, Δ₂ in rows, labels.
@@ -136,13 +136,23 @@ def _layout(space: Space, tuples: Sequence[tuple[int, ...]], levels: int
     for cols in tuples:
         numeric = any(space.cards[c] == 0 for c in cols)
         for level in range(1, levels + 1) if numeric else [0]:
-            bins = tuple(int(space.cards[c]) or 2**level for c in cols)
+            bins = tuple(int(space.cards[c]) or _bins(int(space.steps[c]), level, levels,
+                                                      exact) for c in cols)
             slots.append(Slot(tuple(cols), bins, offset))
             offset += math.prod(bins)
         bounds.append(offset)
         sens.append(math.sqrt(2 * (levels if numeric else 1)))
         labels.append(" × ".join(space.names[c] for c in cols))
     return slots, np.array(bounds, dtype=np.int64), np.array(sens), labels
+
+
+def _bins(steps: int, level: int, levels: int, exact: int) -> int:
+    """A numeric column's intervals at ``level``: 2^level, but at the finest level a whole
+    number taking at most ``exact`` values (``steps`` + 1) gets an interval per value: 32
+    intervals over hours 8–76 mixed a 40-hour spike with 41."""
+    if level == levels and 2**levels < steps + 1 <= exact:
+        return steps + 1
+    return 2**level
 
 
 def _strides(bins: np.ndarray) -> np.ndarray:
@@ -157,17 +167,19 @@ def _strides(bins: np.ndarray) -> np.ndarray:
 class Marginals(Workloads):
     """k-way marginals over column tuples of a :class:`~synth.encoding.Space`; a numeric
     column is seen through 2^ℓ intervals of [0, 1] at each level ℓ = 1…``levels`` (a
-    binary-tree marginal), a categorical one by its codes. A workload holds all cells of all
-    its levels."""
+    binary-tree marginal; at the finest level a whole number taking at most ``exact``
+    values has an interval per value), a categorical one by its codes. A workload holds all
+    cells of all its levels."""
 
     def __init__(self, space: Space, tuples: Sequence[tuple[int, ...]], levels: int = 5,
-                 kind: str = "marginals"):
+                 kind: str = "marginals", exact: int = 0):
         if not tuples:
             raise ParameterError(f"query class {kind!r} has no column tuples on this table")
         if int(levels) != levels or not 1 <= levels <= 16:
             raise ParameterError(f"levels must be an integer between 1 and 16, got {levels!r}")
         self.kind, self.space, self.k = kind, space, len(tuples[0])
-        self.slots, self.bounds, self.sensitivity, self.labels = _layout(space, tuples, levels)
+        self.slots, self.bounds, self.sensitivity, self.labels = _layout(space, tuples, levels,
+                                                                          exact)
         self._cols = np.array([sl.cols for sl in self.slots], dtype=np.int64)  # (S, k)
         self._bins = np.array([sl.bins for sl in self.slots], dtype=np.int64)
         self.strides = _strides(self._bins)
@@ -224,12 +236,13 @@ class Marginals(Workloads):
 MARGINAL_CLASSES = ("1-way", "cat2", "cat3", "bt")
 
 
-def workloads(space: Space, kind: str, levels: int = 5) -> Marginals:
+def workloads(space: Space, kind: str, levels: int = 5, exact: int = 0) -> Marginals:
     """A marginal workload set over ``space`` by name: ``1-way`` (every column's own),
     ``cat2``/``cat3`` (categorical pairs or triples), ``bt`` (2-way binary-tree marginals of
-    every pair with a numeric column)."""
+    every pair with a numeric column); ``exact`` as :class:`Marginals` takes it."""
     if kind == "1-way":
-        return Marginals(space, [(j,) for j in range(space.d)], levels=levels, kind=kind)
+        return Marginals(space, [(j,) for j in range(space.d)], levels=levels, kind=kind,
+                         exact=exact)
     if kind in ("cat2", "cat3"):
         k, cat = int(kind[-1]), list(space.categorical)
         if len(cat) < k:
@@ -241,7 +254,7 @@ def workloads(space: Space, kind: str, levels: int = 5) -> Marginals:
                  if space.cards[p[0]] == 0 or space.cards[p[1]] == 0]
         if not pairs:
             raise ParameterError("query class 'bt' needs a numeric column and a second column")
-        return Marginals(space, pairs, levels=levels, kind=kind)
+        return Marginals(space, pairs, levels=levels, kind=kind, exact=exact)
     raise ParameterError(f"no marginal workload {kind!r}; one of {MARGINAL_CLASSES}")
 
 

@@ -236,3 +236,28 @@ def test_a_fit_counted_on_a_cluster_is_the_fit_streamed_here(parquet_folder, sch
         releases.append((model.sample(), [e.event for e in model.ledger_.entries]))
     pd.testing.assert_frame_equal(*(r[0] for r in releases))
     assert releases[0][1] == releases[1][1]
+
+
+@pytest.mark.parametrize(("lower", "upper", "exact", "finest"), [
+    (8, 76, 128, 69),   # 69 whole values: one interval each at the finest level
+    (8, 76, 0, 32),     # exactness off: 2^5 intervals
+    (1, 16, 128, 32),   # 16 values already fit 2^5 intervals
+    (0, 500, 128, 32),  # 501 values: too many for an interval each
+])
+def test_the_finest_level_gives_a_whole_number_an_interval_per_value(lower, upper, exact,
+                                                                      finest):
+    """GSD's range marginals at ``exact``: every value of a whole-number column lands in its
+    own cell of the finest level (a 40-hour spike is not mixed with 41), and coarser levels
+    stay binary."""
+    from synth.encoding import Space
+    from synth.marginals import Marginals
+    from synth.schema import Column, Schema
+
+    schema = Schema((Column("n", "numeric", lower, upper, public=True, integer=True),))
+    space = Space(schema)
+    q = Marginals(space, [(0,)], levels=5, exact=exact)
+    assert [s.bins[0] for s in q.slots] == [2, 4, 8, 16, finest]
+    values = pd.DataFrame({"n": np.arange(lower, upper + 1, dtype=float)})
+    cells = q.cells(space.encode(values), np.array([4]))[:, 0]
+    if finest == upper - lower + 1:
+        assert len(np.unique(cells)) == len(values)  # a bijection of values and cells

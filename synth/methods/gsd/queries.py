@@ -292,12 +292,13 @@ def narrowest(categorical: Sequence[bool], classes: Sequence[str], levels: int =
 
 
 def build(space: Space, classes: Sequence[str], rng: np.random.Generator, levels: int = 5,
-          random_queries: int = 10_000) -> list[Workloads]:
-    """The query classes named, over every eligible column tuple of ``space``."""
+          random_queries: int = 10_000, exact: int = 0) -> list[Workloads]:
+    """The query classes named, over every eligible column tuple of ``space`` (a whole
+    number of at most ``exact`` values has an interval per value at the finest level)."""
     out: list[Workloads] = []
     for name in classes:
         if name in MARGINAL_CLASSES:
-            out.append(marginal_workloads(space, name, levels))
+            out.append(marginal_workloads(space, name, levels, exact))
         else:
             if int(random_queries) != random_queries or random_queries < 1:
                 raise ParameterError(f"random_queries must be a positive integer, got "
