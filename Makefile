@@ -11,6 +11,7 @@ PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 # an editable install, so a code change needs none), and `make app` starts in seconds.
 INSTALLED := $(VENV)/.installed
 TEST_INSTALLED := $(VENV)/.installed-test
+DOCS_INSTALLED := $(VENV)/.installed-docs
 
 .PHONY: app test install install-test lint sample bench docs screenshots
 
@@ -27,6 +28,11 @@ $(TEST_INSTALLED): pyproject.toml scripts/install_chromium.sh | $(PY)
 	bash scripts/install_chromium.sh
 	touch $(INSTALLED) $@
 
+# the docs extras alone: serving the documentation needs neither Chromium nor root
+$(DOCS_INSTALLED): pyproject.toml | $(PY)
+	$(PIP) -e '.[docs]'
+	touch $(INSTALLED) $@
+
 install: $(INSTALLED)
 
 install-test: $(TEST_INSTALLED)
@@ -41,7 +47,7 @@ test: lint
 	$(PY) -m pytest
 	$(VENV)/bin/mkdocs build --strict --site-dir build/site
 
-docs: install-test
+docs: $(DOCS_INSTALLED)
 	$(VENV)/bin/mkdocs serve
 
 # the documentation's screenshots, taken anew by the browser tests (commit what changed)

@@ -1,7 +1,9 @@
 """MkDocs hook: tables rendered at build time from what the code and the benchmarks say.
 
 A method's parameters come from its declared constraints (``<!-- parameters: gsd -->``),
-the same ones fit, the CLI and the app read. Results come from ``benchmarks/results/*.json``.
+the same ones fit, the CLI and the app read; its sentence on when it is the better choice
+(``<!-- when: gsd -->``) is the Synthesize page's, whose figures a test checks against the
+benchmark. Results come from ``benchmarks/results/*.json``.
 
 A page asks for a table with a marker on a line of its own::
 
@@ -11,10 +13,11 @@ A page asks for a table with a marker on a line of its own::
 of mappings (one row an item) or a flat mapping (one row a field); ``columns`` picks and
 orders the fields (dotted for nested ones; all of the first row's plain fields when left out);
 ``rows=a,b`` keeps the rows whose key contains one of the words. A field holding ``{median,
-min, max}`` prints as "median (min–max)". Under each table a line states the machine, the date
-and the seeds the file records; a file without a date takes its last commit's, one without
-seeds says so. A marker naming a missing file, path or field (one no row has) fails the
-build, so ``mkdocs build --strict`` breaks when a benchmark's output changes shape.
+min, max}`` prints as "median (min–max)", or the median alone when min = max. Under each
+table a line states the machine, the date and the seeds the rows or the file record; a file
+without a date takes its last commit's, one without seeds says so. A marker naming a missing
+file, path or field (one no row has) fails the build, so ``mkdocs build --strict`` breaks
+when a benchmark's output changes shape.
 """
 
 from __future__ import annotations
@@ -30,12 +33,21 @@ MARKER = re.compile(r"^<!-- results: (?P<file>[\w.-]+\.json) (?P<path>[^\s]+)"
 
 
 PARAMETERS = re.compile(r"^<!-- parameters: (?P<method>\w+) -->$", re.MULTILINE)
+WHEN = re.compile(r"<!-- when: (?P<method>\w+) -->")
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
     markdown = PARAMETERS.sub(lambda m: parameters(m["method"]), markdown)
+    markdown = WHEN.sub(lambda m: when(m["method"]), markdown)
     return MARKER.sub(lambda m: render(m["file"], m["path"], _options(m["options"])),
                       markdown)
+
+
+def when(method: str) -> str:
+    """The method's own sentence on when it is the better choice (the Synthesize page's)."""
+    from synth.methods import METHODS
+
+    return METHODS[method].when
 
 
 def parameters(method: str) -> str:
@@ -102,6 +114,8 @@ def _cell(value) -> str:
     if value is MISSING:
         return "–"
     if isinstance(value, dict) and {"median", "min", "max"} <= value.keys():
+        if value["min"] == value["max"]:  # one run, or runs that agree
+            return _number(value["median"])
         return f"{_number(value['median'])} ({_number(value['min'])}–{_number(value['max'])})"
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return "; ".join(value)
@@ -132,12 +146,12 @@ def _seeds(results: dict, rows: list) -> str:
     row's ``seeds``, a run's ``seed``), else as the file records."""
     counts = {r["seeds"] for r in rows if isinstance(r, dict) and isinstance(r.get("seeds"), int)}
     if counts:
-        return " or ".join(f"{c} seeds" for c in sorted(counts)) + " a row"
+        return " or ".join(_seed_count(c) for c in sorted(counts)) + " a row"
     if rows and all(isinstance(r, dict) and "seed" in r for r in rows):
-        return f"{len({r['seed'] for r in rows})} seeds"
+        return _seed_count(len({r["seed"] for r in rows}))
     runs = results.get("runs")
     if isinstance(results.get("seeds"), int):
-        return f"{results['seeds']} seeds"
+        return _seed_count(results["seeds"])
     if isinstance(runs, list) and runs and all(isinstance(r, dict) and "seed" in r
                                                for r in runs):
         return f"{len({r['seed'] for r in runs})} seeds"
@@ -152,3 +166,7 @@ def _committed(name: str) -> str:
     out = subprocess.run(["git", "log", "-1", "--format=%cs", "--", str(RESULTS / name)],
                          capture_output=True, text=True, cwd=RESULTS, check=False).stdout
     return out.strip() or "uncommitted"
+
+
+def _seed_count(n: int) -> str:
+    return f"{n} seed" if n == 1 else f"{n} seeds"

@@ -79,7 +79,7 @@ class MST(Synthesizer):
                "strong on categorical tables.")
     paper = "McKenna, Miklau, Sheldon 2021 (J. Privacy and Confidentiality)"
     when = ("A quick, strong choice for pairs of columns: on Adult at ε = 1, 2-way TVD 0.051 "
-            "in 9 s, near AIM and GSD in a quarter of their time; its single tree of pairs "
+            "in 9 s, near AIM and GSD in a fraction of their time; its single tree of pairs "
             "serves a model of the target less well (tree accuracy 0.757).")
     streams = True
     counts = True
