@@ -12,6 +12,9 @@ implementation of its published definitions), balanced accuracy, seconds. Median
 min–max over seeds go to benchmarks/results/private_domains.json (written atomically).
 
     python benchmarks/private_domains.py [--seeds 3] [--epsilons 1 4] [--methods independent gsd]
+        [--tables census panel bank]
+
+A run of some tables, methods or ε keeps the file's other cells.
 """
 
 from __future__ import annotations
@@ -153,8 +156,12 @@ def main() -> None:
     results = {"protocol": "each table split by the protocol (a sixth held out for utility); "
                            "δ = 1e-5; method defaults; default domain share",
                "machine": f"{platform.machine()}, 2 cores (this project's CI class)",
-               "date": date.today().isoformat(), "seeds": args.seeds, "targets": TARGETS,
-               "runs": []}
+               "date": date.today().isoformat(), "seeds": args.seeds, "targets": TARGETS}
+    # the cells not asked for again are kept from the file: one table or method may be rerun
+    earlier = json.loads(OUT.read_text())["runs"] if OUT.exists() else []
+    results["runs"] = [r for r in earlier if not (
+        r["table"] in args.tables and r["method"] in args.methods
+        and r["epsilon"] in args.epsilons)]
     for name in args.tables:
         table, raw = found[name]
         schema = Schema.from_dict(raw)
