@@ -35,7 +35,7 @@ from synth.privacy.unit import PrivacyUnit
 from synth.protocol import protocol_split
 from synth.release import LEDGER, TABLE, Output, ReleaseWriter
 from synth.release import write_file as _write  # every other file the CLI writes
-from synth.schema import CATEGORICAL, Schema, infer_schema, validate
+from synth.schema import CATEGORICAL, DATETIME, Schema, infer_schema, validate
 from synth.source import TableFile, open_table, table_population
 from synth.store import RunStore
 from synth.sweep import DEMO, PRESETS
@@ -82,7 +82,15 @@ def cmd_schema_infer(args: argparse.Namespace) -> int:
     for col in schema:
         for flag in col.flags:
             print(f"warning: column {col.name!r}: {flag}", file=sys.stderr)
-    kinds = ", ".join(f"{c.name}:{c.kind[:3]}{'(int)' if c.integer else ''}" for c in schema)
+    kinds = ", ".join(f"{c.name}:{c.kind[:3]}" + (f"({c.granularity})" if c.kind == DATETIME
+                                                   else "(int)" if c.integer else "")
+                      for c in schema)
+    dated = [c.name for c in schema if c.kind == DATETIME]
+    if dated:
+        print(f"columns {dated[:6]} read as dates: their bounds are dates; to learn them "
+              "privately instead, set each one's \"origin\" to a public date near the data "
+              "(\"input_format\" says how the file writes them, \"format\" how the release "
+              "will; ISO 8601 when null)", file=sys.stderr)
     print(f"wrote a proposed schema of {len(schema)} columns to {args.out} ({kinds}). It is "
           "read off the table: check each kind, integer flag and missing policy, then run\n"
           f"  {_program()} schema confirm {shlex.quote(str(args.out))} "
@@ -122,7 +130,7 @@ def cmd_schema_confirm(args: argparse.Namespace) -> int:
     print(f"confirmed {len(schema)} columns in {args.schema}; "
           + (f"a run learns {len(learned)} domains privately ({', '.join(learned[:6])}"
              f"{'…' if len(learned) > 6 else ''})" if learned else "every domain is public")
-          + (f", and whether {len(blanks)} numbers that may have blanks have any"
+          + (f", and whether {len(blanks)} columns that may have blanks have any"
              if blanks else ""), file=sys.stderr)
     return 0
 

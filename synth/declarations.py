@@ -18,7 +18,16 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from synth.schema import CATEGORICAL, MISSING, OTHER, Column, Schema, category_values
+from synth import dates
+from synth.schema import (
+    CATEGORICAL,
+    DATETIME,
+    MISSING,
+    OTHER,
+    Column,
+    Schema,
+    category_values,
+)
 
 RARE = 5  # a category held by fewer rows is called rare in warnings
 
@@ -44,10 +53,30 @@ def nice_bounds(lower: float, upper: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def nice_dates(lower: float, upper: float, granularity: str) -> tuple[float, float]:
+    """Date bounds (units since the epoch at ``granularity``) widened outward, strictly
+    beyond both, to whole years (whole decades for a column of years): 2020-03-14 to
+    2022-11-02 gives 2020-01-01 to 2022-12-31."""
+    step = 10 if granularity == "year" else 1
+    years = dates.stamps_of(np.array([lower, upper]), granularity).year.to_numpy()
+    first = (years[0] // step) * step
+    last = (years[1] // step + 1) * step  # the first year after the bounds
+    lo = dates.unit_of(f"{first:04d}-01-01", granularity, "naive", "lower bound")
+    if lo >= lower:
+        lo = dates.unit_of(f"{first - step:04d}-01-01", granularity, "naive", "lower bound")
+    hi = dates.unit_of(f"{last:04d}-01-01", granularity, "naive", "upper bound") - 1
+    if hi <= upper:
+        hi = dates.unit_of(f"{last + step:04d}-01-01", granularity, "naive", "upper bound") - 1
+    return lo, hi
+
+
 def published(col: Column) -> str:
     """The exact domain a public column publishes, in words."""
     if col.kind == CATEGORICAL:
         return f"categories {list(col.categories or ())}"
+    if col.kind == DATETIME:
+        return (f"dates by {col.granularity} in [{col.shown(col.lower)}, "
+                f"{col.shown(col.upper)}]")
     kind = "whole numbers" if col.integer else "numbers"
     return f"{kind} in [{col.lower:g}, {col.upper:g}]"
 
@@ -57,11 +86,31 @@ def declaration(col: Column) -> str:
     if col.kind == CATEGORICAL:
         what = "categorical (a missing value is the category '<missing>')"
     else:
-        what = (f"numeric, {'whole numbers' if col.integer else 'any real number'}, a missing "
-                f"value: {col.missing}" + (f" {col.fill_value:g}" if col.missing == "fill"
-                                           else ""))
-    domain = f"public {published(col)}" if col.public else "domain learned privately"
+        what = ((f"datetime by {col.granularity} ({col.timezone}), released as "
+                 f"{dates.release_format(col)!r}" if col.kind == DATETIME else
+                 f"numeric, {'whole numbers' if col.integer else 'any real number'}")
+                + f", a missing value: {col.missing}"
+                + (f" {col.shown(col.fill_value)}" if col.missing == "fill" else ""))
+    domain = f"public {published(col)}" if col.public else "domain learned privately" + (
+        f" from the public origin {col.shown(col.origin)}" if col.kind == DATETIME
+        and col.origin is not None else "")
     return f"{col.name}: {what}; {domain}"
+
+
+def present_numbers(col: Column, values: pd.Series) -> np.ndarray:
+    """A number's or a date's readable present values as numbers (dates as units since the
+    epoch)."""
+    if col.kind == DATETIME:
+        units = dates.parse(values, col.granularity, col.timezone,
+                            (col.input_format, dates.release_format(col)))[0]
+        return units[~np.isnan(units)]
+    return pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float)
+
+
+def _nice(col: Column, lower: float, upper: float) -> tuple[float, float]:
+    if col.kind == DATETIME:
+        return nice_dates(lower, upper, col.granularity)
+    return nice_bounds(lower, upper)
 
 
 def warnings(schema: Schema, table: pd.DataFrame) -> list[str]:
@@ -83,35 +132,36 @@ def warnings(schema: Schema, table: pd.DataFrame) -> list[str]:
                            f"{RARE} rows: publish them only if a codebook lists them all, or "
                            "add 'other' and leave rare ones out")
             continue
-        present = pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float)
+        present = present_numbers(col, values)
         if present.size == 0 or col.lower is None:
             continue
-        hits = [f"{name} {bound:g} is the table's {which}"
+        hits = [f"{name} {col.shown(bound)} is the table's {which}"
                 for name, bound, which, value in (("lower", col.lower, "minimum", present.min()),
                                                   ("upper", col.upper, "maximum", present.max()))
-                if bound == value and bound != 0]
-        lo, hi = nice_bounds(float(present.min()), float(present.max()))
+                if bound == value and (bound != 0 or col.kind == DATETIME)]
+        lo, hi = _nice(col, float(present.min()), float(present.max()))
         if hits:
             out.append(f"column {col.name!r}: {' and '.join(hits)}, so publishing it publishes "
-                       f"a real record; round it to [{lo:g}, {hi:g}] (nice bounds), or leave "
-                       "the domain to be learned privately")
+                       f"a real record; round it to [{col.shown(lo)}, {col.shown(hi)}] (nice "
+                       "bounds), or leave the domain to be learned privately")
         elif (col.lower, col.upper) == (lo, hi):
-            out.append(f"column {col.name!r}: [{col.lower:g}, {col.upper:g}] is the table's "
-                       "own range rounded: it still tells roughly how far the data reaches; "
-                       "keep it only if a codebook gives that range, or leave the domain to be "
-                       "learned privately")
+            out.append(f"column {col.name!r}: [{col.shown(col.lower)}, {col.shown(col.upper)}] "
+                       "is the table's own range rounded: it still tells roughly how far the "
+                       "data reaches; keep it only if a codebook gives that range, or leave "
+                       "the domain to be learned privately")
     return out
 
 
 def round_bounds(schema: Schema, table: pd.DataFrame, names: Iterable[str]) -> Schema:
-    """``schema`` with the bounds of the numeric columns ``names`` widened to
-    :func:`nice_bounds` of the table's values (rounding twice changes nothing more)."""
+    """``schema`` with the bounds of the numeric and date columns ``names`` widened to
+    :func:`nice_bounds` (:func:`nice_dates`) of the table's values (rounding twice changes
+    nothing more)."""
     chosen = set(names)
     columns = []
     for col in schema:
         if col.name in chosen and col.kind != CATEGORICAL and col.lower is not None:
-            present = pd.to_numeric(table[col.name], errors="coerce").dropna()
-            lo, hi = nice_bounds(float(present.min()), float(present.max())) if len(
+            present = present_numbers(col, table[col.name])
+            lo, hi = _nice(col, float(present.min()), float(present.max())) if len(
                 present) else (col.lower, col.upper)
             lo, hi = min(lo, col.lower), max(hi, col.upper)
             if col.integer:

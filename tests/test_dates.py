@@ -1,0 +1,209 @@
+"""Dates and times as a column kind: inference, encoding, release, learned bounds."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from synth import dates, missing
+from synth.data import read_table
+from synth.errors import SchemaError
+from synth.methods import FitContext, make
+from synth.privacy.budget import Budget
+from synth.runs import run
+from synth.schema import DATETIME, Column, Schema, edit_column, infer_schema, prepare
+
+STAMPS = st.datetimes(min_value=pd.Timestamp("1900-01-01").to_pydatetime(),
+                      max_value=pd.Timestamp("2100-12-31").to_pydatetime())
+
+
+def signups(n: int, seed: int = 0, fmt: str = "%Y-%m-%d") -> pd.DataFrame:
+    """A customer table: a sign-up date over 2020–2021, busier in the second year, with a
+    plan that depends on it and an age."""
+    rng = np.random.default_rng(seed)
+    days = np.where(rng.random(n) < 0.3, rng.integers(0, 366, n), rng.integers(366, 731, n))
+    when = pd.Timestamp("2020-01-01") + pd.to_timedelta(days, unit="D")
+    plan = np.where(days > 500, rng.choice(["pro", "basic"], n, p=[0.7, 0.3]),
+                    rng.choice(["pro", "basic"], n, p=[0.2, 0.8]))
+    return pd.DataFrame({"signup_date": when.strftime(fmt), "plan": plan,
+                         "age": rng.integers(18, 80, n)})
+
+
+def public(schema: Schema, lower: str, upper: str) -> Schema:
+    col = replace(schema["signup_date"], lower=lower, upper=upper)
+    return schema.replace_column(col).confirm().declare_public()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(STAMPS, min_size=1, max_size=30), st.sampled_from(dates.GRANULARITIES),
+       st.sampled_from(dates.TIMEZONES))
+def test_a_date_column_round_trips_through_model_space_at_its_granularity(stamps, granularity,
+                                                                          timezone):
+    text = pd.Series([s.isoformat() for s in stamps])
+    col = Column("d", DATETIME, lower="1899-01-01", upper="2101-12-31", public=True,
+                 granularity=granularity, timezone=timezone)
+    schema = Schema((col,))
+    prepared = prepare(pd.DataFrame({"d": text}), schema)
+    # the model sees whole units counted from the origin (the lower bound), from 0 upward
+    model = missing.encode(prepared, schema)
+    assert missing.model_schema(schema)["d"].kind == "numeric"
+    assert (model["d"] >= 0).all() and (model["d"] == model["d"].round()).all()
+    back = dates.released(missing.decode(model, schema), schema)
+    floored = pd.DatetimeIndex(stamps).to_numpy().astype(
+        f"datetime64[{ {'day': 'D', 'month': 'M', 'year': 'Y', 'second': 's'}[granularity]}]")
+    want = pd.Series(pd.DatetimeIndex(floored.astype("datetime64[s]")))
+    if timezone == "UTC":
+        want = want.dt.tz_localize("UTC")
+    assert list(back["d"]) == list(want.dt.strftime(dates.release_format(col)))
+    again = prepare(back, schema)  # a release reads back as the very same units
+    assert (again["d"] == prepared["d"]).all()
+
+
+def test_inference_proposes_dates_and_flags_an_ambiguous_day_month_order():
+    table = pd.DataFrame({
+        "iso": ["2021-03-04", "2021-11-30", "", "2020-02-29"],
+        "dmy": ["04/03/2021", "30/11/2021", "", "29/02/2020"],  # 30 and 29: day first
+        "either": ["04/03/2021", "05/11/2021", "", "01/02/2020"],
+        "stamp": ["2021-03-04T10:15:00Z", "2021-03-04T11:00:00+01:00", "", "2021-03-05"],
+        "month": ["2021-03", "2021-04", "2021-05", "2021-07"],
+        "year": [1990, 2005, 2010, 2020],  # numbers stay numbers
+        "code": ["A-1", "B-2", "C-3", "D-4"]})
+    schema = infer_schema(table)
+    assert {c.name for c in schema if c.kind == DATETIME} == {"iso", "dmy", "either", "stamp",
+                                                               "month"}
+    assert all(c.proposed and not c.public for c in schema)  # proposals, data-derived
+    assert schema["dmy"].input_format == "%d/%m/%Y" and not any(
+        "ambiguous" in f for f in schema["dmy"].flags)
+    assert any("day/month order is ambiguous" in f for f in schema["either"].flags)
+    assert (schema["stamp"].granularity, schema["stamp"].timezone) == ("second", "UTC")
+    assert schema["month"].granularity == "month"
+    assert schema["iso"].missing == "indicator"
+    assert schema["year"].kind != DATETIME and schema["code"].kind == "categorical"
+    frame = prepare(table, schema)
+    assert frame["stamp"].iloc[1] == frame["stamp"].iloc[0] - 15 * 60  # 11:00+01 is 10:00 UTC
+
+
+def test_inference_reads_parquet_timestamps_and_dates():
+    import datetime as dt
+    import io
+
+    frame = pd.DataFrame({
+        "day": [dt.date(2021, 3, 4), None, dt.date(2022, 1, 1)],
+        "utc": pd.to_datetime(["2021-03-04T10:00:00", "2021-03-05T00:00:00",
+                               "2021-03-06T00:00:00"]).tz_localize("UTC"),
+        "naive": pd.to_datetime(["2021-03-04T10:00:00", "2021-03-05T00:00:00", None])})
+    raw = io.BytesIO()
+    frame.to_parquet(raw)
+    schema = infer_schema(read_table(raw.getvalue()))
+    assert [c.kind for c in schema] == [DATETIME] * 3
+    assert (schema["day"].granularity, schema["day"].shown(schema["day"].upper)) == (
+        "day", "2022-01-01")
+    assert (schema["utc"].timezone, schema["naive"].timezone) == ("UTC", "naive")
+    assert schema["utc"].shown(schema["utc"].lower) == "2021-03-04T10:00:00Z"
+
+
+def test_the_schema_file_writes_dates_and_reads_them_back(tmp_path):
+    col = Column("d", DATETIME, lower="2020-01-01", upper="2021-12-31", public=True,
+                 origin="2020-01-01", format="%d.%m.%Y", input_format="%d/%m/%Y",
+                 missing="fill", fill_value="2020-06-30")
+    path = tmp_path / "s.json"
+    Schema((col,)).save(path)
+    written = json.loads(path.read_text())["columns"][0]
+    assert {k: written[k] for k in ("lower", "upper", "origin", "fill_value", "granularity",
+                                    "timezone", "format", "input_format")} == {
+        "lower": "2020-01-01", "upper": "2021-12-31", "origin": "2020-01-01",
+        "fill_value": "2020-06-30", "granularity": "day", "timezone": "naive",
+        "format": "%d.%m.%Y", "input_format": "%d/%m/%Y"}
+    assert Schema.load(path)["d"] == col
+    plain = Schema((Column("n", "numeric", 0, 1, public=True),)).to_dict()["columns"][0]
+    assert "granularity" not in plain  # a number's file says nothing of dates
+
+
+def test_the_steward_switches_a_column_to_dates_and_back():
+    values = pd.Series(["2021-03-04", "2021-05-06", None, "2020-01-01"])
+    col = infer_schema(pd.DataFrame({"d": values, "x": [1, 2, 3, 4]}))["d"]
+    as_text = edit_column(col, values, "categorical")
+    assert as_text.kind == "categorical" and "2021-03-04" in as_text.categories
+    back = edit_column(as_text, values, DATETIME)
+    assert back.kind == DATETIME and back.proposed
+    assert (back.shown(back.lower), back.shown(back.upper)) == ("2020-01-01", "2021-05-06")
+    monthly = edit_column(back, values, DATETIME, granularity="month", origin="2019-12-01")
+    assert (monthly.shown(monthly.lower), monthly.shown(monthly.origin)) == ("2020-01",
+                                                                            "2019-12")
+    bounded = edit_column(monthly, values, DATETIME, lower=pd.Timestamp("2019-01-01"),
+                          upper="2022-12")
+    assert (bounded.shown(bounded.lower), bounded.shown(bounded.upper)) == ("2019-01",
+                                                                            "2022-12")
+    with pytest.raises(SchemaError, match="column 'x' cannot be datetime"):
+        edit_column(Column("x", "categorical", categories=("a", "b")),
+                    pd.Series(["a", "b"]), DATETIME)
+
+
+def test_a_format_that_loses_the_granularity_is_refused():
+    with pytest.raises(SchemaError, match="column 'd': format '%Y-%m' does not write a day"):
+        Column("d", DATETIME, granularity="day", format="%Y-%m")
+    with pytest.raises(SchemaError, match="column 'd': granularity must be one of"):
+        Column("d", DATETIME, granularity="week")
+    with pytest.raises(SchemaError, match=r"column 'n': \['granularity'\] apply to datetime"):
+        Column("n", "numeric", granularity="day")
+
+
+def test_the_monthly_marginal_of_a_release_matches_the_real_one_within_the_noise():
+    table = signups(20_000)
+    schema = public(infer_schema(table), "2020-01-01", "2021-12-31")
+    model = make("independent", {"exact_integers": 731}).fit(  # a cell per day
+        table, schema, Budget(2.0, 1e-5), FitContext(postprocessing_seed=0))
+    out = model.sample()
+    sigma = next(e.event.sigma for e in model.ledger_.entries
+                 if e.stage == "measure")  # each day's count's noise
+    real, synth = (pd.to_datetime(t["signup_date"]).dt.to_period("M").value_counts(
+        normalize=True).sort_index() for t in (table, out))
+    assert list(synth.index) == list(real.index)  # every month, none outside 2020–2021
+    days = pd.Series(real.index.days_in_month, index=real.index)
+    n = len(table)
+    # a month sums its days' noise; sampling n rows adds the multinomial spread
+    spread = np.sqrt(days * sigma**2 / n**2 + real * (1 - real) / n)
+    assert (np.abs(synth - real) < 5 * spread + 1e-3).all(), (synth - real).abs().max()
+    assert out["signup_date"].str.fullmatch(r"\d{4}-\d\d-\d\d").all()
+
+
+def test_a_public_date_range_is_the_only_range_released():
+    table = signups(3000)  # data from 2020-01-01 to 2021-12-31
+    schema = public(infer_schema(table, target="plan"), "2018-01-01", "2023-12-31")
+    release = run(table, schema, "mst", 1.0, 1e-5, postprocessing_seed=0,
+                  measure=False).release
+    files = release.files()
+    stated = json.loads(next(v for k, v in files.items() if k.endswith(".json")))
+    col = next(c for c in stated["schema"]["columns"] if c["name"] == "signup_date")
+    assert (col["lower"], col["upper"]) == ("2018-01-01", "2023-12-31")
+    assert not any(e["stage"] == "domain" and "bounds" in e["description"]
+                   for e in stated["entries"])  # nothing was learned about the range
+    told = b"".join(v for k, v in files.items() if not k.endswith(".csv"))
+    for extreme in (table["signup_date"].min(), table["signup_date"].max()):
+        assert extreme.encode() not in told
+    out = release.synthetic["signup_date"].dropna()
+    assert out.between("2018-01-01", "2023-12-31").all()
+
+
+def test_learned_date_bounds_count_from_a_public_origin():
+    table = signups(3000)
+    schema = infer_schema(table).confirm().declare_public(["plan", "age"])
+    with pytest.raises(SchemaError, match=r"datetime columns \['signup_date'\] have bounds to "
+                                          "learn privately.*origin"):
+        make("independent").fit(table, schema, Budget(4.0, 1e-5))
+    anchored = schema.replace_column(replace(schema["signup_date"], origin="2019-07-01"))
+    model = make("independent").fit(table, anchored, Budget(4.0, 1e-5))
+    col = model.schema_["signup_date"]
+    assert col.learned and col.origin == anchored["signup_date"].origin
+    # near the data (2020-01-01 to 2021-12-31), not decades away
+    lo, hi = (pd.Timestamp(col.shown(v)) for v in (col.lower, col.upper))
+    assert pd.Timestamp("2017-01-01") < lo <= pd.Timestamp("2020-03-01")
+    assert pd.Timestamp("2021-10-01") <= hi < pd.Timestamp("2025-01-01")
+    assert model.sample(200)["signup_date"].between(col.shown(col.lower),
+                                                    col.shown(col.upper)).all()
