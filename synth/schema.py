@@ -525,13 +525,15 @@ def edit_column(col: Column, values: pd.Series, kind: str, *, lower: Any = None,
                      flags=_flags_of(col.flags, NUMERIC), missing="indicator", proposed=True)
     if kind == DATETIME:
         given = {k: v for k, v in date_fields.items() if v is not None}
-        if "granularity" in given or "timezone" in given:  # the dates in the new units
+        if any(given.get(k, getattr(col, k)) != getattr(col, k)
+               for k in ("granularity", "timezone")):  # the dates in the new units
             given = {**{k: dates.text_of(getattr(col, k), col.granularity, "naive")
                         for k in DATE_VALUES if getattr(col, k) is not None}, **given}
+        # an origin or format given as None is cleared (the ISO 8601 default, the lower bound)
+        given.update({k: None for k in ("origin", "format", "input_format")
+                      if k in date_fields and date_fields[k] is None})
         if given:
             col = replace(col, **given)
-        if "origin" in date_fields and date_fields["origin"] is None:
-            col = replace(col, origin=None)  # None clears a declared origin
     if kind != CATEGORICAL and (lower is not None or upper is not None):
         col = replace(col, lower=lower, upper=upper, learned=False)
     if kind == CATEGORICAL and categories is not None:
