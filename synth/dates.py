@@ -47,8 +47,8 @@ _ZONED = re.compile(r"\d:\d\d(:\d\d(\.\d*)?)?\s*(z|utc|gmt|[+-]\d\d(:?\d\d)?)$",
 _ISO_TEXT = re.compile(r"^\d{4}-\d\d(-\d\d([T ]\d\d:\d\d(:\d\d(\.\d+)?)?\s*"
                        r"(Z|[+-]\d\d(:?\d\d)?)?)?)?$", re.I)
 _MONTH_TEXT = re.compile(r"^\d{4}-\d\d$")
-_DATEISH = re.compile(r"^\s*(\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}|\d{1,2} [a-z]{3,9},? \d{4}|"
-                      r"[a-z]{3,9} \d{1,2},? \d{4}|\d{4}-\d\d)\b", re.I)
+_DATEISH = re.compile(r"^\s*(\d{1,2}[-/.]\d{1,2}[-/.]\d{4}|\d{4}[-/.]\d{1,2}([-/.]\d{1,2})?|"
+                      r"\d{1,2} [a-z]{3,9},? \d{4}|[a-z]{3,9} \d{1,2},? \d{4})\b", re.I)
 _TIMES = ("", " %H:%M", " %H:%M:%S")
 _ORDERS = tuple(f"{first}{sep}{second}{sep}%Y" for sep in "/.-"
                 for first, second in (("%d", "%m"), ("%m", "%d")))
@@ -256,9 +256,11 @@ def propose(present: np.ndarray | pd.Series, dtype: Any) -> Proposal | None:
         zone = "UTC" if any(isinstance(v, dt.datetime) and v.tzinfo is not None
                             for v in values) else "naive"
         return _proposal(values, None, zone, ())
+    head = values.iloc[:50]  # most columns of text are told apart by their first values
+    if not all(isinstance(v, str) and _DATEISH.match(v) for v in head):
+        return None
     texts = [str(v).strip() for v in values]
-    if not all(isinstance(v, str) for v in values) or not all(
-            _DATEISH.match(t) for t in texts[:50]):
+    if not all(isinstance(v, str) and _DATEISH.match(v) for v in values):
         return None
     zone = "UTC" if any(_ZONED.search(t) for t in texts) else "naive"
     if all(_ISO_TEXT.match(t) for t in texts):

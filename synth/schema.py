@@ -1,9 +1,12 @@
 """Column kinds and their domains, and the one place where a table meets its schema.
 
-A column's *domain* (categories, or numeric bounds) is either **declared public** by the user
-(``public=True``), **data-derived** (read off the private table by :func:`infer_schema`: fine to
-look at, never to release), or **learned** under DP inside a run (``learned=True``, see
-:mod:`synth.privacy.domains`). Methods only ever run on public or learned domains.
+A column is numeric, categorical or datetime: a date is a whole number of units (days,
+months, years or seconds) to every method, read and written as a date (:mod:`synth.dates`).
+A column's *domain* (categories, or numeric or date bounds) is either **declared public** by
+the user (``public=True``), **data-derived** (read off the private table by
+:func:`infer_schema`: fine to look at, never to release), or **learned** under DP inside a run
+(``learned=True``, see :mod:`synth.privacy.domains`). Methods only ever run on public or
+learned domains.
 
 A column's kind, integer flag and missing policy shape the release too, so they are the
 user's declaration: :func:`infer_schema` marks what it reads off the table ``proposed``, and a
@@ -246,8 +249,9 @@ def _category(value: Any) -> str:
 class Schema:
     """An ordered set of columns and, optionally, the target column for utility checks.
 
-    Each :class:`Column` says its kind (numeric or categorical) and what is public about it:
-    bounds, categories, whether it holds whole numbers, what a missing value is. A schema read
+    Each :class:`Column` says its kind (numeric, categorical or datetime) and what is public
+    about it: bounds, categories, whether it holds whole numbers, what a missing value is,
+    a date's granularity, origin and formats. A schema read
     off a table by :func:`infer_schema` is only a proposal (every column ``proposed``); a run
     refuses it until the steward confirms it (``Schema.confirm`` or ``synth
     schema confirm``). Domains not declared public are learned under DP in the run's
