@@ -239,10 +239,13 @@ if ds.schema.proposed:
     st.warning(f"{len(ds.schema.proposed)} columns are proposals read from the table (kind, "
                "integer flag, missing values): a run refuses them until you confirm them above.")
 shown = [c for c in ds.schema if c.public]
-if shown:
+dated = [c for c in ds.schema if c.kind == DATETIME and not c.public]  # their fields publish
+if shown or dated:
     with st.expander(f"Exactly what the {len(shown)} public domains publish", expanded=True):
         for col in shown:
             st.markdown(f"**{col.name}**: {published(col)}")
+        for col in dated:
+            st.markdown(f"**{col.name}** (domain learned privately): {published(col)}")
         said = warnings(ds.schema, ds.table)
         if said:  # one box, however many columns (the census sample opened with 11)
             st.warning(f"{counted(len(said), 'public declaration')} match the table closely:"

@@ -71,29 +71,40 @@ def nice_dates(lower: float, upper: float, granularity: str) -> tuple[float, flo
 
 
 def published(col: Column) -> str:
-    """The exact domain a public column publishes, in words."""
+    """What a column publishes, in words: a public domain exactly, and for a date column every
+    field its release carries (granularity, time zone, release format, a declared origin, a
+    fill date), public bounds or not: each is released as is."""
     if col.kind == CATEGORICAL:
         return f"categories {list(col.categories or ())}"
     if col.kind == DATETIME:
-        return (f"dates by {col.granularity} in [{col.shown(col.lower)}, "
-                f"{col.shown(col.upper)}]")
+        return (f"dates by {col.granularity}"
+                + (f" in [{col.shown(col.lower)}, {col.shown(col.upper)}]"
+                   if col.releasable and col.lower is not None else "")
+                + f", time zone {col.timezone}, released as {dates.release_format(col)!r}"
+                + (f", counted from the public origin {col.shown(col.origin)}"
+                   if col.origin is not None else "")
+                + (f", a missing date filled with {col.shown(col.fill_value)}"
+                   if col.missing == "fill" else ""))
     kind = "whole numbers" if col.integer else "numbers"
     return f"{kind} in [{col.lower:g}, {col.upper:g}]"
 
 
 def declaration(col: Column) -> str:
-    """What confirming ``col`` declares, in words: kind, integer flag, missing values, domain."""
+    """What confirming ``col`` declares, in words: kind, integer flag, missing values, domain
+    (a date column's released fields too, see :func:`published`)."""
     if col.kind == CATEGORICAL:
         what = "categorical (a missing value is the category '<missing>')"
+    elif col.kind == DATETIME:
+        what = f"datetime, a missing value: {col.missing}"
     else:
-        what = ((f"datetime by {col.granularity} ({col.timezone}), released as "
-                 f"{dates.release_format(col)!r}" if col.kind == DATETIME else
-                 f"numeric, {'whole numbers' if col.integer else 'any real number'}")
-                + f", a missing value: {col.missing}"
+        what = (f"numeric, {'whole numbers' if col.integer else 'any real number'}"
+                f", a missing value: {col.missing}"
                 + (f" {col.shown(col.fill_value)}" if col.missing == "fill" else ""))
-    domain = f"public {published(col)}" if col.public else "domain learned privately" + (
-        f" from the public origin {col.shown(col.origin)}" if col.kind == DATETIME
-        and col.origin is not None else "")
+    if col.public:
+        domain = f"public {published(col)}"
+    else:
+        domain = "domain learned privately" + (
+            f"; {published(col)}" if col.kind == DATETIME else "")
     return f"{col.name}: {what}; {domain}"
 
 

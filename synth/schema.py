@@ -357,14 +357,24 @@ class Schema:
 
     def public_view(self) -> Schema:
         """What may leave the steward's hands: public and DP-learned domains as they are;
-        data-derived domains and the inference flags (both read off the table) removed."""
+        data-derived domains, the inference flags and a date's input format (how the private
+        file writes it: inferred, it changes with single records) removed."""
         def redact(c: Column) -> Column:
             if c.releasable:
-                return replace(c, flags=())
+                return replace(c, flags=(), input_format=None)
             return replace(c, lower=None, upper=None, categories=None, flags=(),
+                           input_format=None,
                            fill_value=c.fill_value if c.missing == "fill" else None)
 
         return replace(self, columns=tuple(redact(c) for c in self.columns))
+
+    def reading(self, declared: Schema) -> Schema:
+        """This schema (a release's) with the input formats of ``declared`` (the steward's),
+        so it reads the private table: a release never carries them."""
+        formats = {c.name: c.input_format for c in declared if c.kind == DATETIME}
+        return replace(self, columns=tuple(
+            replace(c, input_format=formats.get(c.name)) if c.kind == DATETIME else c
+            for c in self.columns))
 
     # ---- JSON -----------------------------------------------------------------------------
 

@@ -13,11 +13,21 @@ from hypothesis import strategies as st
 
 from synth import dates, missing
 from synth.data import read_table
+from synth.declarations import declaration
 from synth.errors import SchemaError
 from synth.methods import FitContext, make
 from synth.privacy.budget import Budget
 from synth.runs import run
-from synth.schema import DATETIME, Column, Schema, edit_column, infer_schema, prepare
+from synth.schema import (
+    DATE_FIELDS,
+    DATE_VALUES,
+    DATETIME,
+    Column,
+    Schema,
+    edit_column,
+    infer_schema,
+    prepare,
+)
 
 STAMPS = st.datetimes(min_value=pd.Timestamp("1900-01-01").to_pydatetime(),
                       max_value=pd.Timestamp("2100-12-31").to_pydatetime())
@@ -209,3 +219,33 @@ def test_learned_date_bounds_count_from_a_public_origin():
     assert pd.Timestamp("2021-10-01") <= hi < pd.Timestamp("2025-01-01")
     assert model.sample(200)["signup_date"].between(col.shown(col.lower),
                                                     col.shown(col.upper)).all()
+
+
+def test_a_release_holds_no_input_format_and_its_declaration_names_every_date_field():
+    table = signups(1000, fmt="%d.%m.%Y")
+    schema = infer_schema(table).confirm().declare_public(["plan", "age"])
+    assert schema["signup_date"].input_format == "%d.%m.%Y"  # read off the private file
+    schema = schema.replace_column(replace(schema["signup_date"], origin="2019-01-01"))
+    record = run(table, schema, "independent", 1.0, 1e-5, postprocessing_seed=0)
+    assert "error" not in record.scores
+    assert not any("could not" in c.text for c in record.checklist)
+    files = record.release.files(report=True)
+    assert "run.json" in files and "ledger.json" in files
+    for name, blob in files.items():
+        assert b"%d.%m.%Y" not in blob, name
+    stated = json.loads(files["ledger.json"])["schema"]["columns"]
+    released = Schema.from_dict({"columns": stated})
+    assert released["signup_date"].input_format is None
+    # the private file was still read as it is written: the release lies near its dates
+    out = record.synthetic["signup_date"].dropna()
+    middle = out.sort_values().iloc[len(out) // 2]
+    assert "2020-01-01" <= middle <= "2021-12-31"
+    public = Column("d", DATETIME, lower="2019-01-01", upper="2022-12-31", public=True,
+                    origin="2018-06-01", format="%d/%m/%Y", timezone="UTC",
+                    missing="fill", fill_value="2020-06-30")
+    for col in (public, released["signup_date"]):
+        line = declaration(col)
+        written = Schema((col,)).public_view().to_dict()["columns"][0]
+        for field in (*DATE_FIELDS, *DATE_VALUES):
+            if written[field] is not None:
+                assert str(written[field]) in line, (field, line)

@@ -374,7 +374,8 @@ class Synthesizer:
             self.n_rows_ = population.rows  # the public n: no row is dropped but by bounding
             self._units = units  # each row's unit, for DP-SGD over units; never kept
             try:
-                self._fit(self._encode(data, file, schema, checked=read_once),
+                # the file is read as the steward declared it (the release drops its formats)
+                self._fit(self._encode(data, file, learned, checked=read_once),
                           missing.model_schema(schema), ctx)
             finally:
                 del self._units
