@@ -74,6 +74,14 @@ def limits(granularity: str) -> tuple[float, float]:
         _count(np.array([LAST]), granularity)[0])
 
 
+def year_start(year: int, granularity: str) -> float:
+    """The first unit of ``year`` at ``granularity`` (units since the epoch), clamped to
+    :func:`limits`: a rounded bound never runs past the dates a column may hold."""
+    first, last = limits(granularity)
+    stamp = np.array([year - 1970]).astype("datetime64[Y]").astype("datetime64[s]")
+    return float(min(max(_count(stamp, granularity)[0], first), last))
+
+
 def _count(stamps: np.ndarray, granularity: str) -> np.ndarray:
     """Whole units since the epoch of naive datetime64 ``stamps`` (floored), as int64."""
     return stamps.astype(f"datetime64[{_UNIT[granularity]}]").astype(np.int64)

@@ -125,13 +125,19 @@ def _nice(col: Column, lower: float, upper: float) -> tuple[float, float]:
 
 
 def warnings(schema: Schema, table: pd.DataFrame) -> list[str]:
-    """For each public domain that matches the private table: a one-line warning naming the
-    column and what it gives away (for the steward: these read the table)."""
+    """For each public domain, declared origin or fill date that matches the private table: a
+    one-line warning naming the column and what it gives away (for the steward: these read
+    the table)."""
     out = []
     for col in schema:
-        if not col.public or col.name not in table.columns:
+        if col.name not in table.columns:
             continue
         values = table[col.name]
+        present = present_numbers(col, values) if col.kind != CATEGORICAL else None
+        if col.kind == DATETIME:  # released whether or not the bounds are public
+            out += _fixed_dates(col, present)
+        if not col.public:
+            continue
         if col.kind == CATEGORICAL:
             counts = category_values(values).value_counts()
             seen = set(counts.index) - {MISSING}
@@ -143,7 +149,6 @@ def warnings(schema: Schema, table: pd.DataFrame) -> list[str]:
                            f"{RARE} rows: publish them only if a codebook lists them all, or "
                            "add 'other' and leave rare ones out")
             continue
-        present = present_numbers(col, values)
         if present.size == 0 or col.lower is None:
             continue
         hits = [f"{name} {col.shown(bound)} is the table's {which}"
@@ -160,6 +165,28 @@ def warnings(schema: Schema, table: pd.DataFrame) -> list[str]:
                        "is the table's own range rounded: it still tells roughly how far the "
                        "data reaches; keep it only if a codebook gives that range, or leave "
                        "the domain to be learned privately")
+    return out
+
+
+def _fixed_dates(col: Column, present: np.ndarray) -> list[str]:
+    """Warnings for a date column's declared origin and fill date where the table holds
+    them: each is released as is, so it would publish a real record."""
+    out = []
+    for name, value in (("origin", col.origin),
+                        ("fill date", col.fill_value if col.missing == "fill" else None)):
+        if value is None or not np.isin(value, present):
+            continue
+        which = ("the table's minimum" if value == present.min() else "the table's maximum"
+                 if value == present.max() else "a date in the table")
+        year = int(dates.stamps_of(np.array([value]), col.granularity).year[0])
+        rounded = next((u for u in (dates.year_start(y, col.granularity)
+                                    for y in range(year, max(year - 50, 0), -1))
+                        if not np.isin(u, present)), None)
+        out.append(f"column {col.name!r}: the {name} {col.shown(value)} is {which}, so "
+                   "publishing it publishes a real record; use a round date"
+                   + ("" if rounded is None else f", such as {col.shown(rounded)} (a year's "
+                      "start)")
+                   + ", that no record gave")
     return out
 
 

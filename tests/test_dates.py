@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from synth import dates, missing
 from synth.data import read_table
-from synth.declarations import declaration
+from synth.declarations import declaration, warnings
 from synth.errors import SchemaError
 from synth.methods import FitContext, make
 from synth.privacy.budget import Budget
@@ -249,3 +249,31 @@ def test_a_release_holds_no_input_format_and_its_declaration_names_every_date_fi
         for field in (*DATE_FIELDS, *DATE_VALUES):
             if written[field] is not None:
                 assert str(written[field]) in line, (field, line)
+
+
+def test_an_origin_or_fill_date_the_table_holds_is_warned_about_with_a_round_date():
+    table = signups(500)
+    table.loc[0, "signup_date"] = "1987-04-22"  # one person's early record
+    base = infer_schema(table).confirm().declare_public(["plan", "age"])
+    col = base["signup_date"]
+    earliest = col.lower
+    some = dates.unit_of(table["signup_date"].iloc[5], "day", "naive", "a date")
+    for public in (False, True):
+        for origin, fill in ((earliest, None), (None, some), (col.upper, some)):
+            declared = replace(col, origin=origin, public=public,
+                               missing="fill" if fill is not None else "indicator",
+                               fill_value=fill)
+            said = [w for w in warnings(base.replace_column(declared), table)
+                    if "'signup_date'" in w]
+            for name, value in (("origin", origin), ("fill date", fill)):
+                if value is None:
+                    continue
+                line = next(w for w in said if f"the {name} {col.shown(value)}" in w)
+                suggested = line.split("such as ")[1].split(" ")[0]
+                assert suggested.endswith("-01-01"), line  # a year's start
+                units = dates.unit_of(suggested, "day", "naive", "a date")
+                assert units <= value
+                assert suggested not in set(table["signup_date"])
+    # a round origin the table does not hold says nothing
+    calm = replace(col, origin="1980-01-01")
+    assert not any("origin" in w for w in warnings(base.replace_column(calm), table))
