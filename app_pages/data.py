@@ -253,7 +253,7 @@ if shown or dated:
         numeric = [c.name for c in shown if c.kind != CATEGORICAL]
         if numeric and st.button("Round the public bounds to nice values",
                                  help="Widens each public numeric domain outward to round "
-                                      "numbers (a date's to whole years): the exact extremes "
+                                      "numbers (a date's to round years): the exact extremes "
                                       "are not published, though rounded ones still tell "
                                       "roughly how far the data reaches."):
             with state.guard("Rounding the bounds"):

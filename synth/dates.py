@@ -75,11 +75,10 @@ def limits(granularity: str) -> tuple[float, float]:
 
 
 def year_start(year: int, granularity: str) -> float:
-    """The first unit of ``year`` at ``granularity`` (units since the epoch), clamped to
-    :func:`limits`: a rounded bound never runs past the dates a column may hold."""
-    first, last = limits(granularity)
+    """The first unit of ``year`` at ``granularity`` (units since the epoch; a year outside
+    1 to 9999 too, for arithmetic: clamp to :func:`limits` before using it as a date)."""
     stamp = np.array([year - 1970]).astype("datetime64[Y]").astype("datetime64[s]")
-    return float(min(max(_count(stamp, granularity)[0], first), last))
+    return float(_count(stamp, granularity)[0])
 
 
 def _count(stamps: np.ndarray, granularity: str) -> np.ndarray:

@@ -55,19 +55,25 @@ def nice_bounds(lower: float, upper: float) -> tuple[float, float]:
 
 def nice_dates(lower: float, upper: float, granularity: str) -> tuple[float, float]:
     """Date bounds (units since the epoch at ``granularity``) widened outward, strictly
-    beyond both, to whole years (whole decades for a column of years): 2020-03-14 to
-    2022-11-02 gives 2020-01-01 to 2022-12-31."""
-    step = 10 if granularity == "year" else 1
-    years = dates.stamps_of(np.array([lower, upper]), granularity).year.to_numpy()
-    first = (years[0] // step) * step
-    last = (years[1] // step + 1) * step  # the first year after the bounds
-    lo = dates.unit_of(f"{first:04d}-01-01", granularity, "naive", "lower bound")
+    beyond both, to years' starts and ends at multiples of a round step (1, 2 or 5 × 10^k
+    years, about a tenth of the span, at least a year: whole years would give the extreme
+    records' years away), within the dates a column may hold (:func:`synth.dates.limits`,
+    where a bound cannot lie beyond the data). 2020-03-14 to 2022-11-02 gives 2020-01-01 to
+    2022-12-31; 1923-08-02 to 2001-05-17 gives 1920-01-01 to 2009-12-31."""
+    stamps = dates.stamps_of(np.array([lower, upper]), granularity)
+    span = max((stamps[1] - stamps[0]) / pd.Timedelta(days=365.25), 1.0)
+    power = 10 ** math.floor(math.log10(span))
+    step = max(1, round(next(m * power for m in (0.1, 0.2, 0.5, 1.0) if span / (m * power)
+                             <= 10)))
+    first, last = (stamps.year[0] // step) * step, (stamps.year[1] // step + 1) * step
+    lo = dates.year_start(first, granularity)
     if lo >= lower:
-        lo = dates.unit_of(f"{first - step:04d}-01-01", granularity, "naive", "lower bound")
-    hi = dates.unit_of(f"{last:04d}-01-01", granularity, "naive", "upper bound") - 1
+        lo = dates.year_start(first - step, granularity)
+    hi = dates.year_start(last, granularity) - 1  # the last unit before the next step
     if hi <= upper:
-        hi = dates.unit_of(f"{last + step:04d}-01-01", granularity, "naive", "upper bound") - 1
-    return lo, hi
+        hi = dates.year_start(last + step, granularity) - 1
+    least, most = dates.limits(granularity)
+    return max(lo, least), min(hi, most)
 
 
 def published(col: Column) -> str:
@@ -159,13 +165,28 @@ def warnings(schema: Schema, table: pd.DataFrame) -> list[str]:
         if hits:
             out.append(f"column {col.name!r}: {' and '.join(hits)}, so publishing it publishes "
                        f"a real record; round it to [{col.shown(lo)}, {col.shown(hi)}] (nice "
-                       "bounds), or leave the domain to be learned privately")
+                       "bounds), or leave the domain to be learned privately"
+                       + _at_limits(col, present))
         elif (col.lower, col.upper) == (lo, hi):
             out.append(f"column {col.name!r}: [{col.shown(col.lower)}, {col.shown(col.upper)}] "
                        "is the table's own range rounded: it still tells roughly how far the "
                        "data reaches; keep it only if a codebook gives that range, or leave "
                        "the domain to be learned privately")
     return out
+
+
+def _at_limits(col: Column, present: np.ndarray) -> str:
+    """What to say of a date column whose values reach the first or last date a column may
+    hold (a placeholder such as 9999-12-31): no bound can lie beyond them."""
+    if col.kind != DATETIME:
+        return ""
+    first, last = dates.limits(col.granularity)
+    said = [f"no {side} bound lies beyond {col.shown(limit)}, the {which} date a column may "
+            "hold" for side, limit, which, reached in (
+                ("lower", first, "first", present.min() <= first),
+                ("upper", last, "last", present.max() >= last)) if reached]
+    return (f" ({'; '.join(said)}: a placeholder date? leave such values blank and declare "
+            "missing values instead)") if said else ""
 
 
 def _fixed_dates(col: Column, present: np.ndarray) -> list[str]:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from synth import dates, missing
 from synth.data import read_table
-from synth.declarations import declaration, warnings
+from synth.declarations import declaration, nice_dates, round_bounds, warnings
 from synth.errors import SchemaError
 from synth.methods import FitContext, make
 from synth.privacy.budget import Budget
@@ -277,3 +277,44 @@ def test_an_origin_or_fill_date_the_table_holds_is_warned_about_with_a_round_dat
     # a round origin the table does not hold says nothing
     calm = replace(col, origin="1980-01-01")
     assert not any("origin" in w for w in warnings(base.replace_column(calm), table))
+
+
+STEPS = [m * 10**k for k in range(4) for m in (1, 2, 5)]  # 1, 2 or 5 × 10^k years
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.datetimes(min_value=pd.Timestamp("0001-01-01").to_pydatetime(),
+                             max_value=pd.Timestamp("9999-12-31").to_pydatetime()),
+                min_size=2, max_size=2), st.sampled_from(dates.GRANULARITIES))
+def test_nice_dates_step_with_the_span_and_stay_within_the_limits(stamps, granularity):
+    lower, upper = sorted(dates.unit_of(s.isoformat(), granularity, "naive", "a date")
+                          for s in stamps)
+    lo, hi = nice_dates(lower, upper, granularity)
+    first, last = dates.limits(granularity)
+    assert first <= lo <= lower and upper <= hi <= last
+    assert lo < lower or lower == first
+    assert hi > upper or upper == last
+    start, end = (pd.Timestamp(dates.stamps_of(np.array([v]), granularity)[0])
+                  for v in (lower, upper))
+    span = (end - start) / pd.Timedelta(days=365.25)
+    years = [dates.stamps_of(np.array([lo]), granularity)[0]]
+    if hi < last:
+        years.append(dates.stamps_of(np.array([hi + 1]), granularity)[0])
+    assert all((y.month, y.day, y.hour) == (1, 1, 0) for y in years)  # years' starts
+    if lo > first:  # about a tenth of the span, at least a year: extremes' years hidden
+        assert any(all(y.year % step == 0 for y in years) and span / step <= 10
+                   and (step == 1 or span / step > 4) for step in STEPS), (years, span)
+
+
+def test_a_sentinel_date_is_warned_about_and_rounds_within_the_limits():
+    for sentinel, side in (("9999-12-31", "upper"), ("0001-01-01", "lower")):
+        table = pd.DataFrame({"valid_to": ["2020-05-01", "2021-03-02", sentinel],
+                              "x": ["a", "b", "a"]})
+        schema = infer_schema(table).confirm().declare_public(["valid_to", "x"])
+        said = [w for w in warnings(schema, table) if "'valid_to'" in w]
+        assert any(f"no {side} bound lies beyond {sentinel}" in w for w in said), said
+        rounded = round_bounds(schema, table, ["valid_to"])["valid_to"]
+        assert rounded.shown(getattr(rounded, side)) == sentinel
+        said = [w for w in warnings(schema.replace_column(rounded), table)
+                if "'valid_to'" in w]
+        assert any(f"no {side} bound lies beyond {sentinel}" in w for w in said), said
