@@ -151,13 +151,18 @@ def parse(values: pd.Series, granularity: str, timezone: str, formats: Iterable[
         tried.append(fmt)
         read = pd.to_datetime(pd.Series(texts[todo], dtype=object), format=fmt,
                               errors="coerce", utc=True)
-        ok = read.notna().to_numpy()
+        ok = read.notna().to_numpy(copy=True)
         if not ok.any():
             continue
-        stamps = read[ok].dt.tz_localize(None).to_numpy(dtype="datetime64[s]")
         where = np.flatnonzero(todo)[ok]
-        distinct[where] = _count(stamps, granularity)
         todo[where] = False
+        if timezone == "naive":  # a zone the pattern missed ('…T10Z', '…T1000+0500')
+            aware = _aware(texts[where], fmt)
+            zoned_distinct[where[aware]] = True
+            ok[np.flatnonzero(ok)[aware]] = False
+            where = where[~aware]
+        stamps = read[ok].dt.tz_localize(None).to_numpy(dtype="datetime64[s]")
+        distinct[where] = _count(stamps, granularity)
     blank_distinct = np.array([t == "" for t in texts], dtype=bool)
     full = np.append(distinct, np.nan)  # code −1 (missing) → NaN
     units = full[codes]
@@ -166,6 +171,26 @@ def parse(values: pd.Series, granularity: str, timezone: str, formats: Iterable[
     bad = int(per_value[todo].sum())
     zoned = int(per_value[zoned_distinct].sum())
     return units, blank, bad, zoned
+
+
+def _aware(texts: np.ndarray, fmt: str) -> np.ndarray:
+    """Which of ``texts`` (each read in ``fmt``) carry a time zone: those pandas reads
+    tz-aware. Where naive and zoned values (or several offsets) mix, pandas refuses the lot:
+    they are told apart half by half, sorted by their ends so that alike ones stay together."""
+    def split(part: np.ndarray) -> np.ndarray:
+        try:
+            read = pd.to_datetime(pd.Series(part, dtype=object), format=fmt, errors="coerce")
+        except ValueError:  # mixed: never a single value
+            half = len(part) // 2
+            return np.concatenate([split(part[:half]), split(part[half:])])
+        return np.full(len(part), isinstance(read.dtype, pd.DatetimeTZDtype))
+
+    if len(texts) == 0:
+        return np.zeros(0, dtype=bool)
+    order = np.argsort(np.array([t[-6:] for t in texts], dtype=object), kind="stable")
+    out = np.empty(len(texts), dtype=bool)
+    out[order] = split(texts[order])
+    return out
 
 
 def _text(value: Any) -> str:
