@@ -50,7 +50,7 @@ def release_checklist(real: pd.DataFrame, synthetic: pd.DataFrame,
         if col.kind == CATEGORICAL:
             checks += _folded(col.name, values, col.categories or ())
         elif col.lower is not None:
-            numbers = _numbers(col, values)
+            numbers = _numbers(col, values, released=False)
             outside = float(np.mean((numbers < col.lower) | (numbers > col.upper))) if (
                 numbers.size) else 0.0
             if outside:
@@ -58,7 +58,7 @@ def release_checklist(real: pd.DataFrame, synthetic: pd.DataFrame,
                     "bounds", f"{col.name}: {outside:.1%} of private values lie outside "
                     f"[{col.shown(col.lower)}, {col.shown(col.upper)}] and were clipped to "
                     "the bounds", warn=outside > LOUD))
-            synth = pd.Series(_numbers(col, synthetic[col.name]))
+            synth = pd.Series(_numbers(col, synthetic[col.name], released=True))
             at = float(synth.isin([col.lower, col.upper]).mean()) if len(synth) else 0.0
             if at > LOUD:
                 checks.append(Check("bounds", f"{col.name}: {at:.1%} of synthetic values sit "
@@ -71,12 +71,13 @@ def release_checklist(real: pd.DataFrame, synthetic: pd.DataFrame,
     return checks + _formulas(synthetic)
 
 
-def _numbers(col: Column, values: pd.Series) -> np.ndarray:
+def _numbers(col: Column, values: pd.Series, released: bool) -> np.ndarray:
     """A number's or a date's present values as numbers (a date in units since the epoch,
-    at its granularity); anything unreadable left out."""
+    at its granularity, read in its release format where ``released``, else as the private
+    table writes it); anything unreadable left out."""
     if col.kind == DATETIME:
-        units = dates.parse(values, col.granularity, col.timezone,
-                            (col.input_format, dates.release_format(col)))[0]
+        fmt = dates.release_format(col) if released else col.input_format
+        units = dates.parse(values, col.granularity, col.timezone, (fmt,))[0]
         return units[~np.isnan(units)]
     return pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float)
 

@@ -118,6 +118,8 @@ def decode(frame: pd.DataFrame, schema: Schema, rng: np.random.Generator | None 
     return out[schema.names]
 
 
-def model_frame(table: pd.DataFrame, schema: Schema) -> pd.DataFrame:
-    """``table`` prepared against ``schema`` and put in model space (for :func:`model_schema`)."""
-    return encode(prepare(table, schema), schema)
+def model_frame(table: pd.DataFrame, schema: Schema, *, released: bool = False
+                ) -> pd.DataFrame:
+    """``table`` (a release's, ``released``, or the private one) prepared against ``schema``
+    and put in model space (for :func:`model_schema`)."""
+    return encode(prepare(table, schema, released=released), schema)

@@ -57,7 +57,8 @@ def marginal_charts(real: pd.DataFrame | None, synthetic: Mapping[str, pd.DataFr
     schema = comparable(schema.drop(c for c in schema.names if c not in columns),
                         *tables.values())
     disc = Discretizer(model_schema(schema), bins=bins)
-    codes = {name: disc.codes(model_frame(table, schema)) for name, table in tables.items()}
+    codes = {name: disc.codes(model_frame(table, schema, released=name != REAL or real is None))
+             for name, table in tables.items()}
     note = f" ({_NOT_RELEASABLE})" if real is not None else ""
     figures = []
     for column in columns:

@@ -744,11 +744,13 @@ def _number(text: str) -> float:
 # ---- a table against its schema -------------------------------------------------------------
 
 
-def prepare(table: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+def prepare(table: pd.DataFrame, schema: Schema, *, released: bool = False) -> pd.DataFrame:
     """The table in the schema's terms: its columns in order, categoricals as strings (missing
     as ``<missing>``), numerics as floats clipped to their bounds (integers rounded), a missing
     number filled (``missing='fill'``) or kept as NaN (``'indicator'``). Every row is kept:
-    n is public, so no row may be dropped for what it holds.
+    n is public, so no row may be dropped for what it holds. Dates are read in their input
+    format, or in their release format where the table is a release (``released``): the
+    two orders may differ, and a date that reads in both would be misread.
 
     Every disagreement is collected and raised at once, each naming its column.
     """
@@ -763,7 +765,7 @@ def prepare(table: pd.DataFrame, schema: Schema) -> pd.DataFrame:
         if col.kind == CATEGORICAL:
             out[col.name] = _prepare_categorical(col, values, problems)
         elif col.kind == DATETIME:
-            out[col.name] = _prepare_dates(col, values, problems)
+            out[col.name] = _prepare_dates(col, values, problems, released)
         else:
             out[col.name] = _prepare_numeric(col, values, problems)
     if problems:
@@ -835,15 +837,15 @@ def _prepare_numeric(col: Column, values: pd.Series, problems: list[str]) -> pd.
     return _bounded(col, numbers, blank, problems)
 
 
-def _prepare_dates(col: Column, values: pd.Series, problems: list[str]) -> pd.Series:
+def _prepare_dates(col: Column, values: pd.Series, problems: list[str], released: bool
+                   ) -> pd.Series:
     """A datetime column as units since the epoch (see :mod:`synth.dates`): read in its
-    input format, its release format (a release read back) or ISO 8601. A value that is not
-    a date is counted, never shown: dates are what identify people."""
-    formats = (col.input_format, dates.release_format(col))
-    units, blank, bad, zoned = dates.parse(values, col.granularity, col.timezone, formats)
+    input format (or its release format, for a release read back) or ISO 8601. A value that
+    is not a date is counted, never shown: dates are what identify people."""
+    fmt = dates.release_format(col) if released else col.input_format
+    units, blank, bad, zoned = dates.parse(values, col.granularity, col.timezone, (fmt,))
     if bad:
-        read = " or ".join(dict.fromkeys(
-            [repr(f) for f in (col.input_format, col.format) if f] + ["ISO 8601"]))
+        read = " or ".join(dict.fromkeys([repr(f) for f in (fmt,) if f] + ["ISO 8601"]))
         problems.append(f"column {col.name!r}: {bad} values are not dates in its format ({read}); "
                         "fix them in the file, or declare the format they are in "
                         "(input_format)")

@@ -331,3 +331,28 @@ def test_a_naive_column_refuses_every_zoned_form(text):
     assert read.notna().all()
     wall = dates.unit_of("2020-06-01T10:00:00", "second", "UTC", "a date")
     assert wall - 5 * 3600 <= read[1] <= wall  # converted to UTC, not taken as wall time
+
+
+def test_a_release_is_read_in_its_own_format_and_the_private_table_in_its_input_format():
+    from synth.checklist import release_checklist
+    from synth.evaluation import marginal_tvd, quality
+    from synth.plots import marginal_charts
+
+    real = signups(1500, fmt="%m/%d/%Y")  # US order: 01/06/2021 is the 6th of January
+    col = Column("signup_date", DATETIME, "2020-01-01", "2021-12-31", public=True,
+                 input_format="%m/%d/%Y", format="%d/%m/%Y")
+    schema = Schema((col, Column("plan", "categorical", categories=("basic", "pro"),
+                                 public=True)))
+    units = prepare(real, schema)["signup_date"]
+    # the same rows as a release writes them: day first
+    release = real.assign(signup_date=dates.released(
+        pd.DataFrame({"signup_date": units}), schema)["signup_date"])
+    assert (release["signup_date"] != real["signup_date"]).any()
+    back = prepare(release, schema, released=True)["signup_date"]
+    assert (back == units).all()
+    fidelity = marginal_tvd(real, release, schema)
+    assert fidelity.per_column["signup_date"] == 0  # the same dates, read alike
+    assert quality(real, release, schema).shapes["signup_date"] == 1
+    assert not any("outside" in c.text for c in release_checklist(real, release, schema))
+    chart = marginal_charts(real, {"release": release}, schema, ["signup_date"])[0]
+    assert list(chart.data[0].y) == list(chart.data[1].y)
