@@ -77,7 +77,7 @@ def _numbers(col: Column, values: pd.Series, released: bool) -> np.ndarray:
     table writes it); anything unreadable left out."""
     if col.kind == DATETIME:
         fmt = dates.release_format(col) if released else col.input_format
-        units = dates.parse(values, col.granularity, col.timezone, (fmt,))[0]
+        units = dates.parse(values, col.granularity, col.timezone, fmt)[0]
         return units[~np.isnan(units)]
     return pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float)
 

@@ -47,6 +47,10 @@ _ZONED = re.compile(r"\d:\d\d(:\d\d(\.\d*)?)?\s*(z|utc|gmt|[+-]\d\d(:?\d\d)?)$",
 _ISO_TEXT = re.compile(r"^\d{4}-\d\d(-\d\d([T ]\d\d:\d\d(:\d\d(\.\d+)?)?\s*"
                        r"(Z|[+-]\d\d(:?\d\d)?)?)?)?$", re.I)
 _MONTH_TEXT = re.compile(r"^\d{4}-\d\d$")
+# the parts an ISO 8601 value must give at a granularity: a day column refuses '2020-05'
+_DAY = re.compile(r"^\d{4}(-\d{1,2}-\d{1,2}|\d{4})(?!\d)")
+_PARTS = {"day": _DAY, "second": _DAY,
+          "month": re.compile(r"^\d{4}(-\d{1,2}|\d{2}(\d{2})?)(?!\d)")}
 _DATEISH = re.compile(r"^\s*(\d{1,2}[-/.]\d{1,2}[-/.]\d{4}|\d{4}[-/.]\d{1,2}([-/.]\d{1,2})?|"
                       r"\d{1,2} [a-z]{3,9},? \d{4}|[a-z]{3,9} \d{1,2},? \d{4})\b", re.I)
 _TIMES = ("", " %H:%M", " %H:%M:%S")
@@ -99,13 +103,26 @@ def unit_of(value: Any, granularity: str, timezone: str, what: str) -> float:
     date is refused by ``what`` it is."""
     if isinstance(value, str | dt.date | np.datetime64):
         units, blank, bad, zoned = parse(pd.Series([value], dtype=object), granularity,
-                                         timezone, ())
+                                         timezone, None)
         if not (bad or zoned or blank[0]):
             return float(units[0])
         if zoned:
             raise SchemaError(f"{what} {value!r} carries a time zone, but the column's "
                               "timezone is 'naive': give it without one, or declare 'UTC'")
     raise SchemaError(f"{what} must be a date (ISO 8601, like '2020-01-31'), got {value!r}")
+
+
+def regrained(units: float, granularity: str, to: str, last: bool = False) -> float:
+    """Units at ``granularity`` as units at ``to``: the one holding their first instant, or,
+    ``last`` (an upper bound), their last one: month 2021-12 ends on day 2021-12-31, and
+    flooring it to 2021-12-01 would clip the month's other days."""
+    start = float(_count(_stamps(np.array([units]), granularity), to)[0])
+    if not last:
+        return start
+    if units >= limits(granularity)[1]:
+        return limits(to)[1]
+    after = float(_count(_stamps(np.array([units + 1]), granularity), to)[0])
+    return max(start, after - 1)
 
 
 def text_of(units: float, granularity: str, timezone: str) -> str:
@@ -115,13 +132,15 @@ def text_of(units: float, granularity: str, timezone: str) -> str:
                    iso_format(granularity, timezone))[0]
 
 
-def parse(values: pd.Series, granularity: str, timezone: str, formats: Iterable[str | None]
+def parse(values: pd.Series, granularity: str, timezone: str, fmt: str | None
           ) -> tuple[np.ndarray, np.ndarray, int, int]:
     """(units since the epoch, NaN where blank; which values are blank; how many present
     values are not dates; how many carry a time zone a naive column refuses).
 
-    Native timestamps are taken as they are; anything else is read as text in each of
-    ``formats`` in turn (None: ISO 8601), then ISO 8601. Each distinct value is read once."""
+    Native timestamps are taken as they are; anything else is read as text in ``fmt`` alone
+    (None: ISO 8601, down to the granularity's part: '2020-05' is no day), never in another
+    format: a value that reads some other way would be read as a date it may not be. Each
+    distinct value is read once."""
     blank_dtype = pd.api.types.is_datetime64_any_dtype(values)
     if blank_dtype:
         stamps = pd.Series(values, copy=False)
@@ -143,19 +162,14 @@ def parse(values: pd.Series, granularity: str, timezone: str, formats: Iterable[
     if timezone == "naive":
         zoned_distinct = np.array([bool(_ZONED.search(t)) for t in texts], dtype=bool)
         todo &= ~zoned_distinct
-    tried: list[str] = []
-    for fmt in [*formats, None]:
-        fmt = ISO if fmt is None else fmt
-        if fmt in tried or not todo.any():
-            continue
-        tried.append(fmt)
-        read = pd.to_datetime(pd.Series(texts[todo], dtype=object), format=fmt,
-                              errors="coerce", utc=True)
-        ok = read.notna().to_numpy(copy=True)
-        if not ok.any():
-            continue
+    if fmt is None and granularity != "year":  # ISO 8601 reads '2020' as a day too
+        todo &= np.array([bool(_PARTS[granularity].match(t)) for t in texts], dtype=bool)
+    fmt = ISO if fmt is None else fmt
+    read = pd.to_datetime(pd.Series(texts[todo], dtype=object), format=fmt,
+                          errors="coerce", utc=True)
+    ok = read.notna().to_numpy(copy=True)
+    if ok.any():
         where = np.flatnonzero(todo)[ok]
-        todo[where] = False
         if timezone == "naive":  # a zone the pattern missed ('…T10Z', '…T1000+0500')
             aware = _aware(texts[where], fmt)
             zoned_distinct[where[aware]] = True
@@ -164,6 +178,7 @@ def parse(values: pd.Series, granularity: str, timezone: str, formats: Iterable[
         stamps = read[ok].dt.tz_localize(None).to_numpy(dtype="datetime64[s]")
         distinct[where] = _count(stamps, granularity)
     blank_distinct = np.array([t == "" for t in texts], dtype=bool)
+    todo = ~blank_distinct & ~zoned_distinct & np.isnan(distinct)  # not read: not dates
     full = np.append(distinct, np.nan)  # code −1 (missing) → NaN
     units = full[codes]
     blank = np.append(blank_distinct, True)[codes]
@@ -250,7 +265,7 @@ def check_format(fmt: Any, granularity: str, timezone: str, where: str) -> str:
                           f"got {fmt!r}")
     probe = _count(np.array([np.datetime64("2001-11-23T14:35:46", "s")]), granularity)
     text = written(probe.astype(float), granularity, timezone, fmt)
-    back, _, bad, zoned = parse(pd.Series(text, dtype=object), granularity, timezone, (fmt,))
+    back, _, bad, zoned = parse(pd.Series(text, dtype=object), granularity, timezone, fmt)
     if bad or zoned or back[0] != probe[0]:
         raise SchemaError(f"{where}: format {fmt!r} does not write a {granularity}'s values so "
                           f"they read back (it wrote {text[0]!r}); use one that shows every "
@@ -318,12 +333,12 @@ def _all_read(texts: list[str], fmt: str) -> bool:
 
 def _proposal(values: pd.Series, fmt: str | None, zone: str, flags: tuple[str, ...],
               month: bool = False) -> Proposal | None:
-    units, _, bad, zoned = parse(values, "second", zone, (fmt,))
+    units, _, bad, zoned = parse(values, "month" if month else "second", zone, fmt)
     if bad or zoned or np.isnan(units).all():
         return None
     seconds = units[~np.isnan(units)]
-    timed = bool(np.any(seconds % 86_400))
+    timed = not month and bool(np.any(seconds % 86_400))
     granularity = "second" if timed else "month" if month else "day"
-    counted, _, _, _ = parse(values, granularity, zone, (fmt,))
+    counted, _, _, _ = parse(values, granularity, zone, fmt)
     counted = counted[~np.isnan(counted)]
     return Proposal(granularity, zone, fmt, float(counted.min()), float(counted.max()), flags)

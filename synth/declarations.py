@@ -118,7 +118,7 @@ def present_numbers(col: Column, values: pd.Series) -> np.ndarray:
     """A number's or a date's readable present values as numbers (dates as units since the
     epoch)."""
     if col.kind == DATETIME:
-        units = dates.parse(values, col.granularity, col.timezone, (col.input_format,))[0]
+        units = dates.parse(values, col.granularity, col.timezone, col.input_format)[0]
         return units[~np.isnan(units)]
     return pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float)
 

@@ -539,9 +539,10 @@ def edit_column(col: Column, values: pd.Series, kind: str, *, lower: Any = None,
                      flags=_flags_of(col.flags, NUMERIC), missing="indicator", proposed=True)
     if kind == DATETIME:
         given = {k: v for k, v in date_fields.items() if v is not None}
-        if any(given.get(k, getattr(col, k)) != getattr(col, k)
-               for k in ("granularity", "timezone")):  # the dates in the new units
-            given = {**{k: dates.text_of(getattr(col, k), col.granularity, "naive")
+        to = given.get("granularity", col.granularity)
+        if to != col.granularity:  # the dates in the new units (a zone keeps them)
+            given = {**{k: dates.regrained(getattr(col, k), col.granularity, to,
+                                           last=k == "upper")
                         for k in DATE_VALUES if getattr(col, k) is not None}, **given}
         # an origin or format given as None is cleared (the ISO 8601 default, the lower bound)
         given.update({k: None for k in ("origin", "format", "input_format")
@@ -576,7 +577,7 @@ def _as_dates(col: Column, values: pd.Series, input_format: str | None,
     else:
         flags = ()
     granularity, timezone = granularity or "day", timezone or "naive"
-    units, _, bad, zoned = dates.parse(present, granularity, timezone, (input_format,))
+    units, _, bad, zoned = dates.parse(present, granularity, timezone, input_format)
     if bad or zoned or len(units) == 0:
         raise SchemaError(f"column {col.name!r} cannot be datetime: {bad + zoned} of its "
                           f"{len(present)} present values do not read as dates in "
@@ -843,10 +844,10 @@ def _prepare_dates(col: Column, values: pd.Series, problems: list[str], released
     input format (or its release format, for a release read back) or ISO 8601. A value that
     is not a date is counted, never shown: dates are what identify people."""
     fmt = dates.release_format(col) if released else col.input_format
-    units, blank, bad, zoned = dates.parse(values, col.granularity, col.timezone, (fmt,))
+    units, blank, bad, zoned = dates.parse(values, col.granularity, col.timezone, fmt)
     if bad:
-        read = " or ".join(dict.fromkeys([repr(f) for f in (fmt,) if f] + ["ISO 8601"]))
-        problems.append(f"column {col.name!r}: {bad} values are not dates in its format ({read}); "
+        read = f"({fmt!r})" if fmt else f"(ISO 8601) down to the {col.granularity}"
+        problems.append(f"column {col.name!r}: {bad} values are not dates in its format {read}; "
                         "fix them in the file, or declare the format they are in "
                         "(input_format)")
     if zoned:

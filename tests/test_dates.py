@@ -356,3 +356,38 @@ def test_a_release_is_read_in_its_own_format_and_the_private_table_in_its_input_
     assert not any("outside" in c.text for c in release_checklist(real, release, schema))
     chart = marginal_charts(real, {"release": release}, schema, ["signup_date"])[0]
     assert list(chart.data[0].y) == list(chart.data[1].y)
+
+
+@pytest.mark.parametrize("granularity, input_format, value", [
+    ("day", None, "2020"), ("day", None, "2020-05"), ("day", None, 2020),
+    ("day", None, 2020.0), ("second", None, "2020-05"), ("month", None, "2020"),
+    ("day", "%d/%m/%Y", "2020-05-01"), ("day", "%d/%m/%Y", 2020),
+    ("day", "%m/%d/%Y", "13/01/2020"), ("day", "%d/%m/%Y", "2020")])
+def test_a_private_value_is_read_in_its_declared_format_or_counted_as_not_a_date(
+        granularity, input_format, value):
+    col = Column("d", DATETIME, granularity=granularity, input_format=input_format,
+                 format="%d/%m/%Y" if granularity == "day" else None, missing="indicator")
+    good = {"day": "2020-05-01", "month": "2020-05", "second": "2020-05-01T10:00:00"}[
+        granularity]
+    if input_format is not None:
+        good = pd.Timestamp(good).strftime(input_format)
+    table = pd.DataFrame({"d": pd.Series([good, value, good], dtype=object)})
+    with pytest.raises(SchemaError, match=r"column 'd': 1 values are not dates") as err:
+        prepare(table, Schema((col,)))
+    assert str(value) not in str(err.value)  # counted, never shown
+    assert prepare(table.iloc[[0, 2]], Schema((col,)))["d"].notna().all()
+
+
+@pytest.mark.parametrize("start", dates.GRANULARITIES)
+@pytest.mark.parametrize("to", dates.GRANULARITIES)
+def test_a_granularity_change_keeps_every_instant_of_the_public_range(start, to):
+    bounds = {"day": ("2020-01-01", "2021-12-31"), "month": ("2020-01", "2021-12"),
+              "year": ("2020", "2021"), "second": ("2020-01-01T00:00:00",
+                                                   "2021-12-31T23:59:59")}[start]
+    col = Column("d", DATETIME, granularity=start, lower=bounds[0], upper=bounds[1],
+                 public=True)
+    edges = pd.Series(["2020-01-01T00:00:00", "2021-12-31T23:59:59"])  # the range's ends
+    new = edit_column(col, edges, DATETIME, granularity=to)
+    read = prepare(pd.DataFrame({"d": edges}), Schema((new,)))["d"]
+    assert [dates.unit_of(e, to, "naive", "a date") for e in edges] == list(read)  # no clip
+    assert (new.lower, new.upper) == tuple(read)  # and no wider
