@@ -61,6 +61,11 @@ def kept(what: str) -> dict:
     return {"key": state.mine(what, schema=True), "persist_state": "session"}
 
 
+def shown(col, value) -> str:
+    """A date field as its text box shows it ('' when unset)."""
+    return "" if value is None else col.shown(value)
+
+
 st.subheader("Schema")
 with st.expander("Edit a column, or load a schema file"):
     st.caption("Changing a column's kind re-reads its domain from the table (data-derived until "
@@ -92,16 +97,22 @@ with st.expander("Edit a column, or load a schema file"):
             **kept(f"timezone:{name}"),
             help="naive: wall-clock values without a zone (one that has a zone is refused); "
                  "UTC: values with an offset are converted to UTC.")
-        lower = left.text_input("Lower bound (a date)", "" if col.lower is None else
-                                col.shown(col.lower), **kept(f"lower:{name}")) or None
-        upper = right.text_input("Upper bound (a date)", "" if col.upper is None else
-                                 col.shown(col.upper), **kept(f"upper:{name}")) or None
-        when["origin"] = left.text_input(
-            "Public origin (a date; blank: the lower bound)",
-            "" if col.origin is None else col.shown(col.origin), **kept(f"origin:{name}"),
+        # a date is passed on only when edited: one shown at the old granularity ('2021-12')
+        # would undo the conversion, and shown bounds would undo a re-read in a new order
+        lower = left.text_input("Lower bound (a date)", shown(col, col.lower),
+                                **kept(f"lower:{name}"))
+        lower = None if lower == shown(col, col.lower) else lower or None
+        upper = right.text_input("Upper bound (a date)", shown(col, col.upper),
+                                 **kept(f"upper:{name}"))
+        upper = None if upper == shown(col, col.upper) else upper or None
+        origin = left.text_input(
+            "Public origin (a date; blank: the lower bound)", shown(col, col.origin),
+            **kept(f"origin:{name}"),
             help="Dates are counted from here. Bounds learned privately are sought outward "
                  "from it, so it must be public and near the data: the start of the "
-                 "collection, say.") or None
+                 "collection, say.")
+        if origin != shown(col, col.origin):
+            when["origin"] = origin or None
         when["format"] = right.text_input(
             "Release format (a strftime pattern; blank: ISO 8601)", col.format or "",
             **kept(f"format:{name}")) or None
@@ -109,8 +120,9 @@ with st.expander("Edit a column, or load a schema file"):
                                 index=MISSING_POLICIES.index(col.missing),
                                 **kept(f"missing:{name}"))
         if policy == "fill":
-            fill = right.text_input("Public fill date", "" if col.fill_value is None else
-                                    col.shown(col.fill_value), **kept(f"fill:{name}")) or None
+            fill = right.text_input("Public fill date", shown(col, col.fill_value),
+                                    **kept(f"fill:{name}"))
+            fill = None if fill == shown(col, col.fill_value) else fill or None
     elif kind == NUMERIC and col.kind == NUMERIC:
         left, right = st.columns(2)
         lower = left.number_input("Lower bound", value=col.lower, format="%g",

@@ -547,17 +547,23 @@ def edit_column(col: Column, values: pd.Series, kind: str, *, lower: Any = None,
         # an origin or format given as None is cleared (the ISO 8601 default, the lower bound)
         given.update({k: None for k in ("origin", "format", "input_format")
                       if k in date_fields and date_fields[k] is None})
+        reread = ("input_format" in date_fields and not col.releasable
+                  and date_fields["input_format"] != col.input_format)
         if given:
             col = replace(col, **given)
+        if reread:  # data-derived bounds read in the old order: a proposal again
+            lower, upper = _date_range(col, values)
+            col = replace(col, lower=lower, upper=upper, proposed=True, flags=tuple(
+                f for f in col.flags if "day/month order" not in f))
     if kind != CATEGORICAL and (lower is not None or upper is not None):
         col = replace(col, lower=lower, upper=upper, learned=False)
     if kind == CATEGORICAL and categories is not None:
         col = replace(col, categories=tuple(categories), learned=False)
     if kind == NUMERIC and integer is not None:
         col = replace(col, integer=bool(integer))
-    if kind != CATEGORICAL and missing is not None:
-        col = replace(col, missing=missing,
-                      fill_value=fill_value if missing == "fill" else None)
+    if kind != CATEGORICAL and missing is not None:  # a fill value not given stays
+        fill = col.fill_value if fill_value is None else fill_value
+        col = replace(col, missing=missing, fill_value=fill if missing == "fill" else None)
     return col
 
 
@@ -577,15 +583,25 @@ def _as_dates(col: Column, values: pd.Series, input_format: str | None,
     else:
         flags = ()
     granularity, timezone = granularity or "day", timezone or "naive"
-    units, _, bad, zoned = dates.parse(present, granularity, timezone, input_format)
-    if bad or zoned or len(units) == 0:
-        raise SchemaError(f"column {col.name!r} cannot be datetime: {bad + zoned} of its "
-                          f"{len(present)} present values do not read as dates in "
-                          f"{input_format or 'ISO 8601'}")
-    return Column(col.name, DATETIME, lower=float(units.min()), upper=float(units.max()),
+    lower, upper = _date_range(Column(col.name, DATETIME, granularity=granularity,
+                                      timezone=timezone, input_format=input_format), values)
+    return Column(col.name, DATETIME, lower=lower, upper=upper,
                   granularity=granularity, timezone=timezone, input_format=input_format,
                   flags=(*_flags_of(col.flags, DATETIME), *flags), missing="indicator",
                   proposed=True)
+
+
+def _date_range(col: Column, values: pd.Series) -> tuple[float, float]:
+    """The least and greatest of ``values`` read as ``col``'s dates (data-derived), or a
+    SchemaError saying how many present values do not read."""
+    present = values[(category_values(values) != MISSING).to_numpy()]
+    units, _, bad, zoned = dates.parse(present, col.granularity, col.timezone,
+                                       col.input_format)
+    if bad or zoned or len(units) == 0:
+        raise SchemaError(f"column {col.name!r} cannot be datetime: {bad + zoned} of its "
+                          f"{len(present)} present values do not read as dates in "
+                          f"{col.input_format or 'ISO 8601'!r}")
+    return float(units.min()), float(units.max())
 
 
 def _as_categorical(col: Column, values: pd.Series) -> Column:

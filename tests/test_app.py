@@ -1168,3 +1168,20 @@ def test_a_date_column_is_proposed_edited_and_released_as_dates(app):
 def days_of(texts: list[str]) -> list[str]:
     """Month-first dates in ISO 8601."""
     return [f"{t[6:]}-{t[:2]}-{t[3:5]}" for t in texts]
+
+
+def test_a_date_columns_order_declared_on_the_page_reads_its_bounds_again(app):
+    rng = np.random.default_rng(1)  # every day <= 12: both orders read every value
+    when = [f"{m:02d}/{d:02d}/2021" for m, d in zip(rng.integers(1, 13, 300),
+                                                    rng.integers(1, 13, 300), strict=True)]
+    rows = "\n".join(f"{w},{'ab'[i % 2]}" for i, w in enumerate(when))
+    app.sidebar.file_uploader[0].set_value(
+        ("dates.csv", f"signup,plan\n{rows}\n".encode(), "text/csv")).run()
+    assert not app.exception and not app.error
+    labelled(app.selectbox, "Column to edit").set_value("signup").run()
+    labelled(app.text_input, "How the table writes its dates").set_value("%m/%d/%Y").run()
+    button(app, "Apply to this column").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    described = app.dataframe[-1].value.set_index("column")
+    assert described.loc["signup", "domain"] == f"[{min(days_of(when))}, {max(days_of(when))}]"
+    assert "day/month order" not in described.loc["signup", "warnings"]

@@ -391,3 +391,22 @@ def test_a_granularity_change_keeps_every_instant_of_the_public_range(start, to)
     read = prepare(pd.DataFrame({"d": edges}), Schema((new,)))["d"]
     assert [dates.unit_of(e, to, "naive", "a date") for e in edges] == list(read)  # no clip
     assert (new.lower, new.upper) == tuple(read)  # and no wider
+
+
+def test_declaring_the_input_format_reads_data_derived_bounds_again():
+    values = pd.Series(["01/02/2020", "03/04/2020", "12/11/2020", "02/01/2020", None])
+    col = infer_schema(pd.DataFrame({"d": values, "x": list("ababa")}))["d"]
+    assert any("day/month order" in f for f in col.flags)  # either order reads them all
+    confirmed = replace(col, proposed=False, origin="2019-01-01")
+    fixed = edit_column(confirmed, values, DATETIME, input_format="%m/%d/%Y")
+    read = prepare(pd.DataFrame({"d": values}), Schema((replace(
+        fixed, lower=None, upper=None),)))["d"].dropna()
+    assert (fixed.lower, fixed.upper) == (read.min(), read.max())  # the file's order
+    assert fixed.proposed and not any("day/month order" in f for f in fixed.flags)
+    assert fixed.origin == confirmed.origin  # the steward's other choices stay
+    public = replace(col, public=True)  # a declared domain is the steward's: kept
+    kept = edit_column(public, values, DATETIME, input_format="%m/%d/%Y")
+    assert (kept.lower, kept.upper) == (public.lower, public.upper)
+    with pytest.raises(SchemaError, match=r"column .d. cannot be datetime: 4 of its 4 present "
+                                          "values do not read as dates in .%Y-%m-%d."):
+        edit_column(col, values, DATETIME, input_format="%Y-%m-%d")
