@@ -263,6 +263,9 @@ def check_format(fmt: Any, granularity: str, timezone: str, where: str) -> str:
     if not isinstance(fmt, str) or "%" not in fmt:
         raise SchemaError(f"{where}: format must be a strftime pattern such as '%Y-%m-%d', "
                           f"got {fmt!r}")
+    if re.search(r"(?<!%)(%%)*%y", fmt):  # 1950 and 2050 would both read back as one year
+        raise SchemaError(f"{where}: format {fmt!r} writes two-digit years (%y), which do not "
+                          "read back outside 1969-2068; use %Y")
     probe = _count(np.array([np.datetime64("2001-11-23T14:35:46", "s")]), granularity)
     text = written(probe.astype(float), granularity, timezone, fmt)
     back, _, bad, zoned = parse(pd.Series(text, dtype=object), granularity, timezone, fmt)

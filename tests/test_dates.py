@@ -410,3 +410,10 @@ def test_declaring_the_input_format_reads_data_derived_bounds_again():
     with pytest.raises(SchemaError, match=r"column .d. cannot be datetime: 4 of its 4 present "
                                           "values do not read as dates in .%Y-%m-%d."):
         edit_column(col, values, DATETIME, input_format="%Y-%m-%d")
+
+
+def test_a_two_digit_year_release_format_is_refused():
+    with pytest.raises(SchemaError, match=r"column 'd': format '%d/%m/%y' writes two-digit "
+                                          "years"):
+        Column("d", DATETIME, lower="1940-01-01", upper="1965-12-31", format="%d/%m/%y")
+    assert Column("d", DATETIME, format="%d/%m/%Y").format == "%d/%m/%Y"
