@@ -11,9 +11,11 @@ sought near the data, not decades away at 1970.
 
 Timestamps are either **naive** (a wall-clock time, no zone) or **UTC** (a value with an
 offset is converted to UTC; one without is taken as UTC): the schema says which, and a naive
-column refuses values that carry a zone rather than guess. Values are read in the column's
-``input_format`` (a strftime pattern; ISO 8601 when none is declared), its release format, or
-ISO 8601; they are written in its ``format`` (ISO 8601 at its granularity by default).
+column refuses values that carry a zone rather than guess. The private table's values are
+read in the column's ``input_format`` alone (a strftime pattern; ISO 8601 down to the
+granularity when none is declared), a release's in its ``format``, which they are written in
+(ISO 8601 at its granularity by default): a value that reads only some other way is not a
+date, never a guess.
 
 Nothing here looks at a private value beyond what it is asked to convert: inference
 (:func:`propose`) reads the table, so what it says is a proposal, like every inferred fact.
