@@ -7,11 +7,13 @@ import pandas as pd
 import streamlit as st
 
 from synth.data import counted
+from synth.dates import GRANULARITIES, TIMEZONES
 from synth.declarations import published, round_bounds, warnings
 from synth.errors import SynthError
 from synth.privacy.unit import PrivacyUnit, population
 from synth.schema import (
     CATEGORICAL,
+    DATETIME,
     KINDS,
     MISSING_POLICIES,
     NUMERIC,
@@ -43,10 +45,11 @@ def describe(schema: Schema) -> pd.DataFrame:
         if c.kind == CATEGORICAL:
             domain = counted(len(c.categories or ()), "category", "categories")
         else:
-            domain = f"[{c.lower:g}, {c.upper:g}]"
-        rows.append({"column": c.name, "kind": c.kind,
+            domain = f"[{c.shown(c.lower)}, {c.shown(c.upper)}]"
+        kind = f"{c.kind} by {c.granularity}" if c.kind == DATETIME else c.kind
+        rows.append({"column": c.name, "kind": kind,
                      "integer": c.integer if c.kind == NUMERIC else None,
-                     "missing values": c.missing if c.kind == NUMERIC else "a category",
+                     "missing values": c.missing if c.kind != CATEGORICAL else "a category",
                      "domain": domain, "domain is public": c.public,
                      "read from the data": c.proposed, "warnings": "; ".join(c.flags)})
     return pd.DataFrame(rows)
@@ -56,6 +59,11 @@ def kept(what: str) -> dict:
     """A choice about the current schema, kept for the session and renewed with the schema
     (an edit, a loaded file, another table)."""
     return {"key": state.mine(what, schema=True), "persist_state": "session"}
+
+
+def shown(col, value) -> str:
+    """A date field as its text box shows it ('' when unset)."""
+    return "" if value is None else col.shown(value)
 
 
 st.subheader("Schema")
@@ -69,7 +77,53 @@ with st.expander("Edit a column, or load a schema file"):
     kind = st.radio("Kind", KINDS, index=KINDS.index(col.kind), horizontal=True,
                     **kept(f"kind:{name}"))
     lower = upper = categories = integer = policy = fill = None
-    if kind == NUMERIC and col.kind == NUMERIC:
+    when: dict = {}  # a datetime column's own fields (synth.dates)
+    if kind == DATETIME:
+        when["input_format"] = st.text_input(
+            "How the table writes its dates (a strftime pattern; blank: ISO 8601)",
+            col.input_format or "", placeholder="%d/%m/%Y", **kept(f"input-format:{name}"),
+            help="%d day, %m month, %Y year, %H:%M:%S time: 31/12/2024 is %d/%m/%Y, "
+                 "12/31/2024 is %m/%d/%Y. Where both read every value, the order is yours to "
+                 "say.") or None
+    if kind == DATETIME and col.kind == DATETIME:
+        left, right = st.columns(2)
+        when["granularity"] = left.selectbox(
+            "Granularity", GRANULARITIES, index=GRANULARITIES.index(col.granularity),
+            **kept(f"granularity:{name}"),
+            help="The unit a date is counted in: day, month or year, or second for a "
+                 "timestamp. Coarser units release less detail.")
+        when["timezone"] = right.selectbox(
+            "Time zone", TIMEZONES, index=TIMEZONES.index(col.timezone),
+            **kept(f"timezone:{name}"),
+            help="naive: wall-clock values without a zone (one that has a zone is refused); "
+                 "UTC: values with an offset are converted to UTC.")
+        # a date is passed on only when edited: one shown at the old granularity ('2021-12')
+        # would undo the conversion, and shown bounds would undo a re-read in a new order
+        lower = left.text_input("Lower bound (a date)", shown(col, col.lower),
+                                **kept(f"lower:{name}"))
+        lower = None if lower == shown(col, col.lower) else lower or None
+        upper = right.text_input("Upper bound (a date)", shown(col, col.upper),
+                                 **kept(f"upper:{name}"))
+        upper = None if upper == shown(col, col.upper) else upper or None
+        origin = left.text_input(
+            "Public origin (a date; blank: the lower bound)", shown(col, col.origin),
+            **kept(f"origin:{name}"),
+            help="Dates are counted from here. Bounds learned privately are sought outward "
+                 "from it, so it must be public and near the data: the start of the "
+                 "collection, say.")
+        if origin != shown(col, col.origin):
+            when["origin"] = origin or None
+        when["format"] = right.text_input(
+            "Release format (a strftime pattern; blank: ISO 8601)", col.format or "",
+            **kept(f"format:{name}")) or None
+        policy = left.selectbox("A missing date is", MISSING_POLICIES,
+                                index=MISSING_POLICIES.index(col.missing),
+                                **kept(f"missing:{name}"))
+        if policy == "fill":
+            fill = right.text_input("Public fill date", shown(col, col.fill_value),
+                                    **kept(f"fill:{name}"))
+            fill = None if fill == shown(col, col.fill_value) else fill or None
+    elif kind == NUMERIC and col.kind == NUMERIC:
         left, right = st.columns(2)
         lower = left.number_input("Lower bound", value=col.lower, format="%g",
                                   **kept(f"lower:{name}"))
@@ -95,7 +149,7 @@ with st.expander("Edit a column, or load a schema file"):
         with state.guard(f"Editing column {name!r}"):
             edited = edit_column(col, ds.table[name], kind, lower=lower, upper=upper,
                                  categories=categories, integer=integer, missing=policy,
-                                 fill_value=fill)
+                                 fill_value=fill, **when)
             state.set_base(ds.base.replace_column(edited))
             st.rerun()
     loaded = st.file_uploader("Load a schema (JSON), e.g. one saved from this page",
@@ -197,20 +251,23 @@ if ds.schema.proposed:
     st.warning(f"{len(ds.schema.proposed)} columns are proposals read from the table (kind, "
                "integer flag, missing values): a run refuses them until you confirm them above.")
 shown = [c for c in ds.schema if c.public]
-if shown:
+dated = [c for c in ds.schema if c.kind == DATETIME and not c.public]  # their fields publish
+if shown or dated:
     with st.expander(f"Exactly what the {len(shown)} public domains publish", expanded=True):
         for col in shown:
             st.markdown(f"**{col.name}**: {published(col)}")
+        for col in dated:
+            st.markdown(f"**{col.name}** (domain learned privately): {published(col)}")
         said = warnings(ds.schema, ds.table)
         if said:  # one box, however many columns (the census sample opened with 11)
             st.warning(f"{counted(len(said), 'public declaration')} match the table closely:"
                        "\n" + "\n".join(f"- {line}" for line in said))
-        numeric = [c.name for c in shown if c.kind == NUMERIC]
+        numeric = [c.name for c in shown if c.kind != CATEGORICAL]
         if numeric and st.button("Round the public bounds to nice values",
                                  help="Widens each public numeric domain outward to round "
-                                      "numbers: the exact extremes are not published, though "
-                                      "rounded ones still tell roughly how far the data "
-                                      "reaches."):
+                                      "numbers (a date's to round years): the exact extremes "
+                                      "are not published, though rounded ones still tell "
+                                      "roughly how far the data reaches."):
             with state.guard("Rounding the bounds"):
                 state.set_base(round_bounds(ds.base, ds.table, numeric))
                 st.rerun()

@@ -13,8 +13,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from synth import dates
 from synth.release import formula_cells, formula_like
-from synth.schema import CATEGORICAL, OTHER, Schema, category_values, numbers_as_text
+from synth.schema import (
+    CATEGORICAL,
+    DATETIME,
+    OTHER,
+    Column,
+    Schema,
+    category_values,
+    numbers_as_text,
+)
 
 LOUD = 0.05  # a share above this is a warning, not a note
 
@@ -41,15 +50,15 @@ def release_checklist(real: pd.DataFrame, synthetic: pd.DataFrame,
         if col.kind == CATEGORICAL:
             checks += _folded(col.name, values, col.categories or ())
         elif col.lower is not None:
-            numbers = pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float)
+            numbers = _numbers(col, values, released=False)
             outside = float(np.mean((numbers < col.lower) | (numbers > col.upper))) if (
                 numbers.size) else 0.0
             if outside:
                 checks.append(Check(
                     "bounds", f"{col.name}: {outside:.1%} of private values lie outside "
-                    f"[{col.lower:g}, {col.upper:g}] and were clipped to the bounds",
-                    warn=outside > LOUD))
-            synth = pd.to_numeric(synthetic[col.name], errors="coerce").dropna()
+                    f"[{col.shown(col.lower)}, {col.shown(col.upper)}] and were clipped to "
+                    "the bounds", warn=outside > LOUD))
+            synth = pd.Series(_numbers(col, synthetic[col.name], released=True))
             at = float(synth.isin([col.lower, col.upper]).mean()) if len(synth) else 0.0
             if at > LOUD:
                 checks.append(Check("bounds", f"{col.name}: {at:.1%} of synthetic values sit "
@@ -60,6 +69,17 @@ def release_checklist(real: pd.DataFrame, synthetic: pd.DataFrame,
                                 "are numbers stored as text, synthesized as categories; read "
                                 "them as numbers and declare the column numeric", warn=True))
     return checks + _formulas(synthetic)
+
+
+def _numbers(col: Column, values: pd.Series, released: bool) -> np.ndarray:
+    """A number's or a date's present values as numbers (a date in units since the epoch,
+    at its granularity, read in its release format where ``released``, else as the private
+    table writes it); anything unreadable left out."""
+    if col.kind == DATETIME:
+        fmt = dates.release_format(col) if released else col.input_format
+        units = dates.parse(values, col.granularity, col.timezone, fmt)[0]
+        return units[~np.isnan(units)]
+    return pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float)
 
 
 def _formulas(synthetic: pd.DataFrame) -> list[Check]:

@@ -35,7 +35,7 @@ from synth.privacy.unit import PrivacyUnit
 from synth.protocol import protocol_split
 from synth.release import LEDGER, TABLE, Output, ReleaseWriter
 from synth.release import write_file as _write  # every other file the CLI writes
-from synth.schema import CATEGORICAL, Schema, infer_schema, validate
+from synth.schema import CATEGORICAL, DATETIME, Schema, infer_schema, validate
 from synth.source import TableFile, open_table, table_population
 from synth.store import RunStore
 from synth.sweep import DEMO, PRESETS
@@ -82,7 +82,15 @@ def cmd_schema_infer(args: argparse.Namespace) -> int:
     for col in schema:
         for flag in col.flags:
             print(f"warning: column {col.name!r}: {flag}", file=sys.stderr)
-    kinds = ", ".join(f"{c.name}:{c.kind[:3]}{'(int)' if c.integer else ''}" for c in schema)
+    kinds = ", ".join(f"{c.name}:{c.kind[:3]}" + (f"({c.granularity})" if c.kind == DATETIME
+                                                   else "(int)" if c.integer else "")
+                      for c in schema)
+    dated = [c.name for c in schema if c.kind == DATETIME]
+    if dated:
+        print(f"columns {dated[:6]} read as dates: their bounds are dates; to learn them "
+              "privately instead, set each one's \"origin\" to a public date near the data "
+              "(\"input_format\" says how the file writes them, \"format\" how the release "
+              "will; ISO 8601 when null)", file=sys.stderr)
     print(f"wrote a proposed schema of {len(schema)} columns to {args.out} ({kinds}). It is "
           "read off the table: check each kind, integer flag and missing policy, then run\n"
           f"  {_program()} schema confirm {shlex.quote(str(args.out))} "
@@ -122,7 +130,7 @@ def cmd_schema_confirm(args: argparse.Namespace) -> int:
     print(f"confirmed {len(schema)} columns in {args.schema}; "
           + (f"a run learns {len(learned)} domains privately ({', '.join(learned[:6])}"
              f"{'…' if len(learned) > 6 else ''})" if learned else "every domain is public")
-          + (f", and whether {len(blanks)} numbers that may have blanks have any"
+          + (f", and whether {len(blanks)} columns that may have blanks have any"
              if blanks else ""), file=sys.stderr)
     return 0
 
@@ -189,7 +197,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     print("release checklist (read off your private table: for you, not for release):",
           file=sys.stderr)
-    for check in release_checklist(table, record.synthetic, record.schema):
+    for check in release_checklist(table, record.synthetic, record.schema.reading(schema)):
         print(f"  {'WARNING' if check.warn else 'note'}: {check.text}", file=sys.stderr)
     return 0
 
@@ -377,8 +385,10 @@ def cmd_report(args: argparse.Namespace) -> int:
             page, what = report.release_report(record, synthetic), "release report"
         else:
             real = read_table(args.real, max_bytes=args.max_bytes, encoding=args.encoding)
-            page = report.steward_report(record, synthetic, real,
-                                         Schema.from_dict(record.get("schema")))
+            released = Schema.from_dict(record.get("schema"))
+            if args.schema is not None:  # how the private file writes its dates
+                released = released.reading(Schema.load(args.schema))
+            page = report.steward_report(record, synthetic, real, released)
             what = "steward-only report (it compares with --real: keep it, do not release it)"
     _write(args.out, lambda p: p.write_text(page), "--out", {
         "SOURCE": source, **({"--synthetic": Path(args.synthetic)} if args.synthetic else {}),
@@ -602,6 +612,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          "release report")
     rep.add_argument("--real", help="the private table: makes a steward-only report comparing "
                                     "it with --synthetic (not for release)")
+    rep.add_argument("--schema", help="the run's schema file: --real is read in its dates' "
+                                      "input formats (a ledger never holds them)")
     rep.add_argument("--out", type=Path, required=True)
     data_arg(rep)
     rep.set_defaults(func=cmd_report)

@@ -66,7 +66,7 @@ def marginal_tvd(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
     """TVDs between the tables' marginals; numbers in ``bins`` equal-width bins over the
     schema's bounds, categories as they are (categories the schema lacks are added)."""
     schema = comparable(schema, real, synth)
-    a, b = prepare(real, schema), prepare(synth, schema)
+    a, b = prepare(real, schema), prepare(synth, schema, released=True)
     # a missing number is a value: its indicator is compared too, where either table has any
     schema = replace(schema, columns=tuple(
         replace(c, missing="none") if c.kind != CATEGORICAL and c.missing == "indicator"
@@ -167,7 +167,7 @@ def quality(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> Quality:
                                                 learned=False, missing="indicator",
                                                 fill_value=None)
         for c in schema))
-    real, synth = prepare(real, loose), prepare(synth, loose)
+    real, synth = prepare(real, loose), prepare(synth, loose, released=True)
     names = schema.names
     numeric = {c.name: c.kind != CATEGORICAL for c in schema}
     labels = {n: _labels(real[n], synth[n], numeric[n]) for n in names}
@@ -219,14 +219,16 @@ def _model(schema: Schema, target: str, kind: str):
 
 
 def tree_utility(train: pd.DataFrame, test: pd.DataFrame, schema: Schema,
-                 target: str | None = None, kind: str = "tree") -> dict[str, float]:
+                 target: str | None = None, kind: str = "tree", *, released: bool = True
+                 ) -> dict[str, float]:
     """Accuracy, balanced accuracy and macro F1 of a depth-10 decision tree (or, with
-    ``kind="logistic"``, a logistic regression) trained on ``train`` and scored on
-    ``test``."""
+    ``kind="logistic"``, a logistic regression) trained on ``train`` (a release, its dates
+    in their release format, unless not ``released``) and scored on ``test`` (real)."""
 
     target = _target(schema, target)
     schema = comparable(schema, train, test)
-    train, test = model_frame(train, schema), model_frame(test, schema)
+    train = model_frame(train, schema, released=released)
+    test = model_frame(test, schema)
     schema = model_schema(schema)
     if train.empty:
         raise SchemaError("the training table has no rows")
@@ -301,7 +303,7 @@ def baselines(real_train: pd.DataFrame | None, real_test: pd.DataFrame, schema: 
     check_target(test, target)
     result = chance(test, target)
     if real_train is not None:
-        real = tree_utility(real_train, real_test, schema, target)
+        real = tree_utility(real_train, real_test, schema, target, released=False)
         result.update({f"real_{key}": value for key, value in real.items()})
     return result
 

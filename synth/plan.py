@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from synth.data import human_bytes
-from synth.errors import BudgetError, SynthError
+from synth.errors import BudgetError, SchemaError, SynthError
 from synth.missing import model_schema
 from synth.privacy.budget import Budget, Ledger, LedgerEntry
 from synth.privacy.domains import (
@@ -28,10 +28,11 @@ from synth.privacy.domains import (
     column_events,
     domain_events,
     keep_threshold,
+    missing_origin,
 )
 from synth.privacy.events import Event, describe
 from synth.privacy.unit import ROWS, Population, rows_event
-from synth.schema import CATEGORICAL, Schema
+from synth.schema import CATEGORICAL, DATETIME, Schema
 
 if TYPE_CHECKING:
     from synth.methods.base import Synthesizer
@@ -243,6 +244,9 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
     categorical = [c.name for c in todo if c.kind == CATEGORICAL]
     refusals: list[SynthError] = []
     doubts: list[str] = []
+    unanchored = [c.name for c in bounded if c.kind == DATETIME and c.origin is None]
+    if unanchored:
+        refusals.append(SchemaError(missing_origin(unanchored)))
     if categorical and delta_c <= 0:
         refusals.append(BudgetError(f"columns {categorical[:6]}: learning categories "
                                     "privately needs δ > 0 in the domain share"))

@@ -13,13 +13,14 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from synth import dates
 from synth.encoding import Discretizer
 from synth.evaluation import FIDELITY_BINS, Fidelity, comparable
 from synth.marginals import marginal
 from synth.methods.base import Event, Progress
 from synth.missing import model_frame, model_schema
 from synth.privacy.budget import Budget, epsilon_text
-from synth.schema import Schema
+from synth.schema import DATETIME, Column, Schema
 
 REAL = "real (not releasable)"
 _NOT_RELEASABLE = "uses the real data: for your eyes, not part of the release"
@@ -56,19 +57,36 @@ def marginal_charts(real: pd.DataFrame | None, synthetic: Mapping[str, pd.DataFr
     schema = comparable(schema.drop(c for c in schema.names if c not in columns),
                         *tables.values())
     disc = Discretizer(model_schema(schema), bins=bins)
-    codes = {name: disc.codes(model_frame(table, schema)) for name, table in tables.items()}
+    codes = {name: disc.codes(model_frame(table, schema, released=name != REAL or real is None))
+             for name, table in tables.items()}
     note = f" ({_NOT_RELEASABLE})" if real is not None else ""
     figures = []
     for column in columns:
         j = disc.schema.names.index(column)
+        x, hover = _axis(schema[column], disc, column)
         fig = go.Figure()
         for name, table_codes in codes.items():
             share = marginal(table_codes, disc.sizes, (j,)) / max(len(table_codes), 1)
-            fig.add_bar(name=name, x=disc.labels(column), y=share)
+            fig.add_bar(name=name, x=x, y=share, hovertext=hover)
         fig.update_layout(barmode="group", title=f"{column}: share of rows{note}",
                           yaxis_title="share of rows", legend_title="table")
+        if schema[column].kind == DATETIME:  # dates on a time axis, each bar its stretch
+            fig.update_xaxes(type="date", title=f"{column} (by {schema[column].granularity})")
         figures.append(fig)
     return figures
+
+
+def _axis(col: Column, disc: Discretizer, name: str) -> tuple[list, list[str] | None]:
+    """(where a column's bars stand, what hovering over one says): a date column's bins at
+    their middle dates, each named by its first and last date; another's bin labels."""
+    if col.kind != DATETIME:
+        return disc.labels(name), None
+    edges = disc.edges[name] + (dates.origin_of(col) or 0.0)
+    first = np.ceil(edges[:-1])
+    last = np.maximum(np.append(np.ceil(edges[1:-1]) - 1, np.floor(edges[-1])), first)
+    middle = dates.stamps_of((first + last) // 2, col.granularity)
+    return list(middle), [f"{col.shown(a)} to {col.shown(b)}" if b > a else col.shown(a)
+                          for a, b in zip(first, last, strict=True)]
 
 
 def tvd_heatmap(fidelity: Fidelity, title: str = "2-way marginal TVD") -> go.Figure:

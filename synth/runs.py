@@ -265,7 +265,7 @@ class Run:
             except Exception as exc:  # the release is paid for: keep it
                 scores = {"error": _said(exc)}
             try:
-                checklist = release_checklist(table, synthetic, model.schema_)
+                checklist = release_checklist(table, synthetic, model.schema_.reading(schema))
             except Exception as exc:
                 checklist = [Check("checklist", f"could not be made: {_said(exc)}", warn=True)]
         record = RunRecord(

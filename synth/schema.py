@@ -1,9 +1,12 @@
 """Column kinds and their domains, and the one place where a table meets its schema.
 
-A column's *domain* (categories, or numeric bounds) is either **declared public** by the user
-(``public=True``), **data-derived** (read off the private table by :func:`infer_schema`: fine to
-look at, never to release), or **learned** under DP inside a run (``learned=True``, see
-:mod:`synth.privacy.domains`). Methods only ever run on public or learned domains.
+A column is numeric, categorical or datetime: a date is a whole number of units (days,
+months, years or seconds) to every method, read and written as a date (:mod:`synth.dates`).
+A column's *domain* (categories, or numeric or date bounds) is either **declared public** by
+the user (``public=True``), **data-derived** (read off the private table by
+:func:`infer_schema`: fine to look at, never to release), or **learned** under DP inside a run
+(``learned=True``, see :mod:`synth.privacy.domains`). Methods only ever run on public or
+learned domains.
 
 A column's kind, integer flag and missing policy shape the release too, so they are the
 user's declaration: :func:`infer_schema` marks what it reads off the table ``proposed``, and a
@@ -25,11 +28,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from synth import dates
+from synth.dates import DATETIME, GRANULARITIES, TIMEZONES
 from synth.errors import DataError, SchemaError, as_float
 
 NUMERIC = "numeric"
 CATEGORICAL = "categorical"
-KINDS = (NUMERIC, CATEGORICAL)
+KINDS = (NUMERIC, CATEGORICAL, DATETIME)  # a datetime column is a whole number of units
+# the fields only a datetime column has (see synth.dates), and the dates a schema file writes
+# for it as ISO 8601 text
+DATE_FIELDS = ("granularity", "origin", "timezone", "format", "input_format")
+DATE_VALUES = ("lower", "upper", "origin", "fill_value")
 MISSING = "<missing>"  # a missing categorical value is a category of its own
 OTHER = "other"  # a column whose categories include it absorbs values it has not seen
 # for numeric columns: "none" (a missing value is an error), "indicator" (values may be missing:
@@ -60,14 +69,29 @@ class Column:
     flags: tuple[str, ...] = ()
     digits: int | None = None  # significant digits a released number keeps (None: DIGITS)
     blanks: bool = True  # missing='indicator': False once a run learned privately there are none
+    # a datetime column (synth.dates): lower, upper, origin and fill_value count whole
+    # granularity units since the epoch (a schema file writes them as ISO 8601 dates); the
+    # origin is public, and model-space values count from it (by default from the lower bound)
+    granularity: str | None = None  # 'day' (default), 'month', 'year' or 'second'
+    origin: float | None = None
+    timezone: str | None = None  # 'naive' (default) or 'UTC'
+    format: str | None = None  # strftime pattern of released values (None: ISO 8601)
+    input_format: str | None = None  # strftime pattern of the table's values (None: ISO 8601)
 
     def __post_init__(self) -> None:
         where = f"column {self.name!r}"
         if not isinstance(self.name, str) or not self.name:
             raise SchemaError(f"column names must be non-empty strings, got {self.name!r}")
         if self.kind not in KINDS:
-            raise SchemaError(f"{where}: kind must be 'numeric' or 'categorical', "
-                              f"got {self.kind!r}")
+            raise SchemaError(f"{where}: kind must be 'numeric', 'categorical' or "
+                              f"'datetime', got {self.kind!r}")
+        if self.kind == DATETIME:
+            self._check_dates(where)
+        else:
+            given = [f for f in DATE_FIELDS if getattr(self, f) is not None]
+            if given:
+                raise SchemaError(f"{where}: {given} apply to datetime columns only; it is "
+                                  f"{self.kind}")
         if self.categories is not None:
             if isinstance(self.categories, str | bytes | Mapping) or not isinstance(
                     self.categories, Iterable):
@@ -83,10 +107,56 @@ class Column:
                 self.digits, int) or not 1 <= self.digits <= 17):
             raise SchemaError(f"{where}: digits must be a whole number from 1 to 17 "
                               f"(significant digits), got {self.digits!r}")
-        if self.kind == NUMERIC:
+        if self.kind != CATEGORICAL:
             self._check_numeric(where)
         elif self.releasable and not self.categories:
             raise SchemaError(f"{where}: a public categorical column needs its list of categories")
+
+    def _check_dates(self, where: str) -> None:
+        """Granularity, time zone and formats checked; declared dates as units since the
+        epoch; always whole numbers."""
+        granularity = "day" if self.granularity is None else self.granularity
+        if granularity not in GRANULARITIES:
+            raise SchemaError(f"{where}: granularity must be one of {GRANULARITIES}, got "
+                              f"{granularity!r}")
+        timezone = "naive" if self.timezone is None else self.timezone
+        if timezone not in TIMEZONES:
+            raise SchemaError(f"{where}: timezone must be 'naive' or 'UTC', got {timezone!r}")
+        object.__setattr__(self, "granularity", granularity)
+        object.__setattr__(self, "timezone", timezone)
+        object.__setattr__(self, "integer", True)
+        if self.input_format is not None and (not isinstance(self.input_format, str)
+                                              or "%" not in self.input_format):
+            raise SchemaError(f"{where}: input_format must be a strftime pattern such as "
+                              f"'%d/%m/%Y', got {self.input_format!r}")
+        if self.format is not None:
+            dates.check_format(self.format, granularity, timezone, where)
+        first, last = dates.limits(granularity)
+        for name in DATE_VALUES:
+            value = getattr(self, name)
+            what = f"{where}: {name.replace('_', ' ')}" + (" bound" * (name in ("lower",
+                                                                                 "upper")))
+            if value is None:
+                continue
+            if isinstance(value, bool):
+                raise SchemaError(f"{what} must be a date, got {value!r}")
+            if isinstance(value, int | float | np.integer | np.floating):  # units (internal)
+                units = float(value)
+                if not math.isfinite(units):
+                    raise SchemaError(f"{what} must be a date, got {value!r}")
+                units = float(math.floor(units))
+            else:
+                units = dates.unit_of(value, granularity, timezone, what)
+            object.__setattr__(self, name, min(max(units, first), last))
+
+    def shown(self, value: float | None) -> str:
+        """One of this column's values as a reader sees it: a date (ISO 8601) for a datetime
+        column, otherwise the number."""
+        if value is None:
+            return "none"
+        if self.kind == DATETIME:
+            return dates.text_of(value, self.granularity, self.timezone)
+        return f"{value:g}"
 
     def _check_numeric(self, where: str) -> None:
         for name in ("lower", "upper"):
@@ -97,9 +167,11 @@ class Column:
         if (self.lower is None) != (self.upper is None):
             raise SchemaError(f"{where}: give both lower and upper bounds, or neither")
         if self.lower is not None and self.lower > self.upper:
-            raise SchemaError(f"{where}: lower bound {self.lower:g} is above upper {self.upper:g}")
+            raise SchemaError(f"{where}: lower bound {self.shown(self.lower)} is above upper "
+                              f"{self.shown(self.upper)}")
         if self.releasable and self.lower is None:
-            raise SchemaError(f"{where}: a public numeric column needs lower and upper bounds")
+            raise SchemaError(f"{where}: a public {self.kind} column needs lower and upper "
+                              "bounds")
         if self.missing == "drop":
             raise SchemaError(f"{where}: missing='drop' is no longer offered: dropping rows "
                               "changed n, which is public; use 'indicator' or 'fill'")
@@ -111,8 +183,8 @@ class Column:
                 raise SchemaError(f"{where}: missing='fill' needs a public fill_value")
             fill = _finite(self.fill_value, f"{where}: fill_value")
             if self.lower is not None and not self.lower <= fill <= self.upper:
-                raise SchemaError(f"{where}: fill_value {fill:g} lies outside "
-                                  f"[{self.lower:g}, {self.upper:g}]")
+                raise SchemaError(f"{where}: fill_value {self.shown(fill)} lies outside "
+                                  f"[{self.shown(self.lower)}, {self.shown(self.upper)}]")
             object.__setattr__(self, "fill_value", fill)
 
     @property
@@ -126,7 +198,7 @@ class Column:
         domain not declared public, or whether a number declared to allow blanks
         (``missing='indicator'``) has any (see :mod:`synth.privacy.domains`)."""
         return not self.learned and (not self.public or (
-            self.kind == NUMERIC and self.missing == "indicator"))
+            self.kind != CATEGORICAL and self.missing == "indicator"))
 
     @property
     def size(self) -> int:
@@ -142,6 +214,13 @@ class Column:
         for name, default in (("digits", None), ("blanks", True)):
             if d[name] == default:  # a schema file says nothing of a default
                 del d[name]
+        if self.kind != DATETIME:
+            for name in DATE_FIELDS:
+                del d[name]
+            return d
+        for name in DATE_VALUES:  # dates as a reader writes them, never as unit counts
+            if d[name] is not None:
+                d[name] = dates.text_of(d[name], self.granularity, self.timezone)
         return d
 
 
@@ -170,8 +249,9 @@ def _category(value: Any) -> str:
 class Schema:
     """An ordered set of columns and, optionally, the target column for utility checks.
 
-    Each :class:`Column` says its kind (numeric or categorical) and what is public about it:
-    bounds, categories, whether it holds whole numbers, what a missing value is. A schema read
+    Each :class:`Column` says its kind (numeric, categorical or datetime) and what is public
+    about it: bounds, categories, whether it holds whole numbers, what a missing value is,
+    a date's granularity, origin and formats. A schema read
     off a table by :func:`infer_schema` is only a proposal (every column ``proposed``); a run
     refuses it until the steward confirms it (``Schema.confirm`` or ``synth
     schema confirm``). Domains not declared public are learned under DP in the run's
@@ -277,14 +357,24 @@ class Schema:
 
     def public_view(self) -> Schema:
         """What may leave the steward's hands: public and DP-learned domains as they are;
-        data-derived domains and the inference flags (both read off the table) removed."""
+        data-derived domains, the inference flags and a date's input format (how the private
+        file writes it: inferred, it changes with single records) removed."""
         def redact(c: Column) -> Column:
             if c.releasable:
-                return replace(c, flags=())
+                return replace(c, flags=(), input_format=None)
             return replace(c, lower=None, upper=None, categories=None, flags=(),
+                           input_format=None,
                            fill_value=c.fill_value if c.missing == "fill" else None)
 
         return replace(self, columns=tuple(redact(c) for c in self.columns))
+
+    def reading(self, declared: Schema) -> Schema:
+        """This schema (a release's) with the input formats of ``declared`` (the steward's),
+        so it reads the private table: a release never carries them."""
+        formats = {c.name: c.input_format for c in declared if c.kind == DATETIME}
+        return replace(self, columns=tuple(
+            replace(c, input_format=formats.get(c.name)) if c.kind == DATETIME else c
+            for c in self.columns))
 
     # ---- JSON -----------------------------------------------------------------------------
 
@@ -311,6 +401,12 @@ class Schema:
             for flag in ("public", "integer", "learned", "proposed", "blanks"):
                 if flag in args and not isinstance(args[flag], bool):
                     raise SchemaError(f"column {raw['name']!r}: {flag!r} must be true or false")
+            if args.get("kind") == DATETIME:  # a schema file's dates are text, never counts
+                for name in DATE_VALUES:
+                    if args.get(name) is not None and not isinstance(args[name], str):
+                        what = name.replace("_", " ") + " bound" * (name in ("lower", "upper"))
+                        raise SchemaError(f"column {raw['name']!r}: {what} must be a date "
+                                          f"(ISO 8601, like '2020-01-31'), got {args[name]!r}")
             columns.append(Column(**args))
         extra = {k: v for k, v in data.items() if k not in ("columns", "target")}
         return cls(tuple(columns), target=data.get("target"), extra=extra)
@@ -410,20 +506,28 @@ def check_table(table: Any, name: str = "table") -> pd.DataFrame:
     return table
 
 
-def edit_column(col: Column, values: pd.Series, kind: str, *, lower: float | None = None,
-                upper: float | None = None, categories: Iterable[str] | None = None,
+def edit_column(col: Column, values: pd.Series, kind: str, *, lower: Any = None,
+                upper: Any = None, categories: Iterable[str] | None = None,
                 integer: bool | None = None, missing: str | None = None,
-                fill_value: float | None = None) -> Column:
+                fill_value: Any = None, **date_fields: Any) -> Column:
     """``col`` as a user edits it: a new kind re-reads the domain from ``values`` (so it is
     data-derived until declared public); given bounds or categories replace the domain, and a
-    given integer flag or missing policy replaces the column's."""
+    given integer flag or missing policy replaces the column's. A datetime column takes
+    dates as bounds and fill value, and its own fields (``granularity``, ``origin``,
+    ``timezone``, ``format``, ``input_format``; a given ``input_format`` is also how a
+    column becoming datetime is read)."""
     if kind not in KINDS:
-        raise SchemaError(f"column {col.name!r}: kind must be 'numeric' or 'categorical', "
-                          f"got {kind!r}")
+        raise SchemaError(f"column {col.name!r}: kind must be one of {KINDS}, got {kind!r}")
+    unknown = set(date_fields) - set(DATE_FIELDS)
+    if unknown:
+        raise SchemaError(f"column {col.name!r}: no such column fields {sorted(unknown)}")
     if kind != col.kind:  # what follows is read off the data: a proposal again
         col = replace(col, proposed=True)
     if kind != col.kind and kind == CATEGORICAL:
         col = _as_categorical(col, values)
+    elif kind != col.kind and kind == DATETIME:
+        col = _as_dates(col, values, date_fields.get("input_format"),
+                        date_fields.get("granularity"), date_fields.get("timezone"))
     elif kind != col.kind:
         present = values[(category_values(values) != MISSING).to_numpy()]
         numbers = _numbers(present)
@@ -433,16 +537,71 @@ def edit_column(col: Column, values: pd.Series, kind: str, *, lower: float | Non
         col = Column(col.name, NUMERIC, lower=float(numbers.min()), upper=float(numbers.max()),
                      integer=bool(np.all(numbers == np.round(numbers))),
                      flags=_flags_of(col.flags, NUMERIC), missing="indicator", proposed=True)
-    if kind == NUMERIC and (lower is not None or upper is not None):
+    if kind == DATETIME:
+        given = {k: v for k, v in date_fields.items() if v is not None}
+        to = given.get("granularity", col.granularity)
+        if to != col.granularity:  # the dates in the new units (a zone keeps them)
+            given = {**{k: dates.regrained(getattr(col, k), col.granularity, to,
+                                           last=k == "upper")
+                        for k in DATE_VALUES if getattr(col, k) is not None}, **given}
+        # an origin or format given as None is cleared (the ISO 8601 default, the lower bound)
+        given.update({k: None for k in ("origin", "format", "input_format")
+                      if k in date_fields and date_fields[k] is None})
+        reread = ("input_format" in date_fields and not col.releasable
+                  and date_fields["input_format"] != col.input_format)
+        if given:
+            col = replace(col, **given)
+        if reread:  # data-derived bounds read in the old order: a proposal again
+            lower, upper = _date_range(col, values)
+            col = replace(col, lower=lower, upper=upper, proposed=True, flags=tuple(
+                f for f in col.flags if "day/month order" not in f))
+    if kind != CATEGORICAL and (lower is not None or upper is not None):
         col = replace(col, lower=lower, upper=upper, learned=False)
     if kind == CATEGORICAL and categories is not None:
         col = replace(col, categories=tuple(categories), learned=False)
     if kind == NUMERIC and integer is not None:
         col = replace(col, integer=bool(integer))
-    if kind == NUMERIC and missing is not None:
-        col = replace(col, missing=missing,
-                      fill_value=fill_value if missing == "fill" else None)
+    if kind != CATEGORICAL and missing is not None:  # a fill value not given stays
+        fill = col.fill_value if fill_value is None else fill_value
+        col = replace(col, missing=missing, fill_value=fill if missing == "fill" else None)
     return col
+
+
+def _as_dates(col: Column, values: pd.Series, input_format: str | None,
+              granularity: str | None, timezone: str | None) -> Column:
+    """``col`` read as dates: in ``input_format`` when given, else as inference would."""
+    present = values[(category_values(values) != MISSING).to_numpy()]
+    if input_format is None:
+        proposal = dates.propose(pd.Series(present.unique()), present.dtype)
+        if proposal is None:
+            raise SchemaError(f"column {col.name!r} cannot be datetime: its values do not all "
+                              "read as dates in ISO 8601 or one day/month/year order; give "
+                              "the format they are in (input_format)")
+        input_format, flags = proposal.input_format, proposal.flags
+        granularity = granularity or proposal.granularity
+        timezone = timezone or proposal.timezone
+    else:
+        flags = ()
+    granularity, timezone = granularity or "day", timezone or "naive"
+    lower, upper = _date_range(Column(col.name, DATETIME, granularity=granularity,
+                                      timezone=timezone, input_format=input_format), values)
+    return Column(col.name, DATETIME, lower=lower, upper=upper,
+                  granularity=granularity, timezone=timezone, input_format=input_format,
+                  flags=(*_flags_of(col.flags, DATETIME), *flags), missing="indicator",
+                  proposed=True)
+
+
+def _date_range(col: Column, values: pd.Series) -> tuple[float, float]:
+    """The least and greatest of ``values`` read as ``col``'s dates (data-derived), or a
+    SchemaError saying how many present values do not read."""
+    present = values[(category_values(values) != MISSING).to_numpy()]
+    units, _, bad, zoned = dates.parse(present, col.granularity, col.timezone,
+                                       col.input_format)
+    if bad or zoned or len(units) == 0:
+        raise SchemaError(f"column {col.name!r} cannot be datetime: {bad + zoned} of its "
+                          f"{len(present)} present values do not read as dates in "
+                          f"{col.input_format or 'ISO 8601'!r}")
+    return float(units.min()), float(units.max())
 
 
 def _as_categorical(col: Column, values: pd.Series) -> Column:
@@ -452,8 +611,11 @@ def _as_categorical(col: Column, values: pd.Series) -> Column:
 
 # what an inference flag says only of one kind: it goes when the column changes kind (a
 # "1,668 categories" warning stayed on a column read as numbers)
-_KIND_FLAGS = {NUMERIC: ("categories: its marginals", "numbers stored as text"),
-               CATEGORICAL: ("missing values (",)}
+_KIND_FLAGS = {NUMERIC: ("categories: its marginals", "numbers stored as text",
+                         "day/month order"),
+               CATEGORICAL: ("missing values (", "day/month order"),
+               DATETIME: ("categories: its marginals", "numbers stored as text",
+                          "identifier-like")}
 
 
 def _flags_of(flags: Iterable[str], kind: str) -> tuple[str, ...]:
@@ -508,6 +670,17 @@ def _infer_column(name: str, values: pd.Series | np.ndarray, max_codes: int,
         return Column(name, NUMERIC, lower=float(as_number.min()),
                       upper=float(as_number.max()), integer=integer, missing="indicator",
                       proposed=True, flags=tuple(flags))
+    proposal = None if as_number is not None or is_bool else dates.propose(
+        present, getattr(values, "dtype", None))
+    if proposal is not None:  # ordered whole units, not a category per date
+        flags = [f for f in flags if not f.startswith("identifier-like")]  # dates are unique
+        if n_missing:
+            flags.append(f"{n_missing} missing values ({n_missing / len(values):.1%}): "
+                         "missing='indicator' learns where they are, or 'fill' a public date")
+        return Column(name, DATETIME, lower=proposal.lower, upper=proposal.upper,
+                      granularity=proposal.granularity, timezone=proposal.timezone,
+                      input_format=proposal.input_format, missing="indicator", proposed=True,
+                      flags=(*flags, *proposal.flags))
     example = None if as_number is not None else numbers_as_text(present)
     if example is not None:
         flags.append(f"numbers stored as text (e.g. {example!r}): read them as numbers (the "
@@ -588,11 +761,13 @@ def _number(text: str) -> float:
 # ---- a table against its schema -------------------------------------------------------------
 
 
-def prepare(table: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+def prepare(table: pd.DataFrame, schema: Schema, *, released: bool = False) -> pd.DataFrame:
     """The table in the schema's terms: its columns in order, categoricals as strings (missing
     as ``<missing>``), numerics as floats clipped to their bounds (integers rounded), a missing
     number filled (``missing='fill'``) or kept as NaN (``'indicator'``). Every row is kept:
-    n is public, so no row may be dropped for what it holds.
+    n is public, so no row may be dropped for what it holds. Dates are read in their input
+    format, or in their release format where the table is a release (``released``): the
+    two orders may differ, and a date that reads in both would be misread.
 
     Every disagreement is collected and raised at once, each naming its column.
     """
@@ -606,6 +781,8 @@ def prepare(table: pd.DataFrame, schema: Schema) -> pd.DataFrame:
         values = table[col.name]
         if col.kind == CATEGORICAL:
             out[col.name] = _prepare_categorical(col, values, problems)
+        elif col.kind == DATETIME:
+            out[col.name] = _prepare_dates(col, values, problems, released)
         else:
             out[col.name] = _prepare_numeric(col, values, problems)
     if problems:
@@ -674,6 +851,33 @@ def _prepare_numeric(col: Column, values: pd.Series, problems: list[str]) -> pd.
     infinite = np.isinf(numbers)
     if infinite.any():
         problems.append(f"column {col.name!r}: {int(infinite.sum())} values are infinite")
+    return _bounded(col, numbers, blank, problems)
+
+
+def _prepare_dates(col: Column, values: pd.Series, problems: list[str], released: bool
+                   ) -> pd.Series:
+    """A datetime column as units since the epoch (see :mod:`synth.dates`): read in its
+    input format (or its release format, for a release read back) or ISO 8601. A value that
+    is not a date is counted, never shown: dates are what identify people."""
+    fmt = dates.release_format(col) if released else col.input_format
+    units, blank, bad, zoned = dates.parse(values, col.granularity, col.timezone, fmt)
+    if bad:
+        read = f"({fmt!r})" if fmt else f"(ISO 8601) down to the {col.granularity}"
+        problems.append(f"column {col.name!r}: {bad} values are not dates in its format {read}; "
+                        "fix them in the file, or declare the format they are in "
+                        "(input_format)")
+    if zoned:
+        problems.append(f"column {col.name!r}: {zoned} values carry a time zone, but its "
+                        "timezone is 'naive': declare timezone 'UTC' (they are converted to "
+                        "UTC) or remove the zone from the file")
+    numbers = pd.Series(units, index=values.index, dtype=float)
+    return _bounded(col, numbers, pd.Series(blank, index=values.index), problems)
+
+
+def _bounded(col: Column, numbers: pd.Series, blank: pd.Series, problems: list[str]
+             ) -> pd.Series:
+    """Numbers with their blanks filled or kept (by the missing policy), clipped to the
+    column's bounds, rounded when whole."""
     if blank.any():
         if col.missing == "fill":
             numbers = numbers.fillna(col.fill_value)

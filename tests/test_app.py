@@ -1123,3 +1123,65 @@ def test_the_stewards_friction_list_is_gone(app):
     app.switch_page("app_pages/tradeoffs.py").run()
     methods = next(m for m in app.multiselect if m.label == "Methods")
     assert "DP-GAN" in methods.options and "dpgan" not in methods.options
+
+
+def test_a_date_column_is_proposed_edited_and_released_as_dates(app):
+    days = np.random.default_rng(0).integers(0, 700, 400)
+    when = [f"{d.month:02d}/{d.day:02d}/{d.year}"  # month first: 01/02 reads either way
+            for d in (np.datetime64("2020-01-01") + days).astype("datetime64[D]").tolist()]
+    rows = "\n".join(f"{w},{'ab'[i % 2]},{20 + i % 40}" for i, w in enumerate(when))
+    app.sidebar.file_uploader[0].set_value(
+        ("dates.csv", f"signup,plan,age\n{rows}\n".encode(), "text/csv")).run()
+    assert not app.exception and not app.error
+    described = app.dataframe[-1].value.set_index("column")
+    assert described.loc["signup", "kind"] == "datetime by day"
+    # 400 dates from 2020 to 2021 put a day above 12 both ways: read month first, no doubt
+    assert described.loc["signup", "domain"] == f"[{min(days_of(when))}, {max(days_of(when))}]"
+    labelled(app.selectbox, "Column to edit").set_value("signup").run()
+    labelled(app.selectbox, "Granularity").set_value("month").run()
+    labelled(app.text_input, "Release format").set_value("%m/%Y").run()
+    button(app, "Apply to this column").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    described = app.dataframe[-1].value.set_index("column")
+    assert described.loc["signup", "kind"] == "datetime by month"
+    public = next(m for m in app.multiselect if m.label.startswith("Columns whose domain"))
+    public.select("signup").select("plan").select("age").run()  # 400 rows learn nothing
+    assert "the table's minimum" in texts(app) or any(
+        "the table's minimum" in w.value for w in app.warning)
+    button(app, "Round the public bounds to nice values").click().run()
+    # whole years, strictly beyond the data: 2020-01 is a year's start, so 2019 begins it
+    last = max(days_of(when))[:4]
+    assert f"**signup**: dates by month in [2019-01, {last}-12]" in texts(app)
+    labelled(app.checkbox, "I have checked each column").check().run()
+    app.switch_page(SYNTH).run()
+    run(app)
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    made = finished(app)[0]
+    released = made.record.synthetic["signup"]  # as the release's file holds it
+    assert released.str.fullmatch(rf"\d\d/(2019|2020|{last})").all()
+    column = next(c for c in made.record.configuration()["schema"]["columns"]
+                  if c["name"] == "signup")
+    assert (column["kind"], column["lower"], column["upper"], column["format"]) == (
+        "datetime", "2019-01", f"{last}-12", "%m/%Y")
+
+
+def days_of(texts: list[str]) -> list[str]:
+    """Month-first dates in ISO 8601."""
+    return [f"{t[6:]}-{t[:2]}-{t[3:5]}" for t in texts]
+
+
+def test_a_date_columns_order_declared_on_the_page_reads_its_bounds_again(app):
+    rng = np.random.default_rng(1)  # every day <= 12: both orders read every value
+    when = [f"{m:02d}/{d:02d}/2021" for m, d in zip(rng.integers(1, 13, 300),
+                                                    rng.integers(1, 13, 300), strict=True)]
+    rows = "\n".join(f"{w},{'ab'[i % 2]}" for i, w in enumerate(when))
+    app.sidebar.file_uploader[0].set_value(
+        ("dates.csv", f"signup,plan\n{rows}\n".encode(), "text/csv")).run()
+    assert not app.exception and not app.error
+    labelled(app.selectbox, "Column to edit").set_value("signup").run()
+    labelled(app.text_input, "How the table writes its dates").set_value("%m/%d/%Y").run()
+    button(app, "Apply to this column").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    described = app.dataframe[-1].value.set_index("column")
+    assert described.loc["signup", "domain"] == f"[{min(days_of(when))}, {max(days_of(when))}]"
+    assert "day/month order" not in described.loc["signup", "warnings"]

@@ -147,8 +147,8 @@ def test_schema_file_without_columns():
 
 
 def test_schema_column_with_bad_kind():
-    with pytest.raises(SchemaError, match="column 'age': kind must be 'numeric' or 'categorical', "
-                                          "got 'number'"):
+    with pytest.raises(SchemaError, match="column 'age': kind must be 'numeric', 'categorical' "
+                                          "or 'datetime', got 'number'"):
         Schema.from_json(json.dumps({"columns": [{"name": "age", "kind": "number"}]}))
 
 
@@ -182,6 +182,36 @@ def test_schema_disagrees_with_table_non_numbers():
     with pytest.raises(SchemaError, match=r"column 'age': 1 values are not numbers \(e\.g\. "
                                           r"\['thirty'\]\)"):
         prepare(table, schema)
+
+
+def test_unparseable_dates_are_refused_by_count_before_anything_is_spent():
+    table = read_bytes(b"seen,colour\n2021-03-04,red\n31/02/2021,blue\nsoon,red\n"
+                       b"2021-05-06,red\n,blue\n")
+    schema = Schema((Column("seen", "datetime", "2020-01-01", "2022-12-31", public=True,
+                            missing="indicator"),
+                     Column("colour", "categorical", categories=("red", "blue"), public=True)))
+    model = make("independent")
+    with pytest.raises(SchemaError, match=r"column 'seen': 2 values are not dates in its "
+                                          r"format \(ISO 8601\)") as caught:
+        model.fit(table, schema, Budget(1.0, 1e-5))
+    assert "soon" not in str(caught.value) and "31/02" not in str(caught.value)  # no value
+    assert not model.ledger_.entries  # refused before the first charge
+    zoned = read_bytes(b"seen,colour\n2021-03-04T10:00:00+02:00,red\n2021-03-04,blue\n")
+    with pytest.raises(SchemaError, match=r"column 'seen': 1 values carry a time zone, but "
+                                          "its timezone is 'naive'"):
+        prepare(zoned, schema)
+
+
+@pytest.mark.parametrize("bound, value", [("lower", 5), ("upper", "next year"),
+                                          ("origin", True), ("fill_value", 20200101)])
+def test_a_date_bound_that_is_not_a_date_is_refused_by_name(bound, value):
+    column = {"name": "seen", "kind": "datetime", "lower": "2020-01-01",
+              "upper": "2022-12-31", "public": True, bound: value}
+    if bound == "fill_value":
+        column["missing"] = "fill"
+    what = {"lower": "lower bound", "upper": "upper bound"}.get(bound, bound.replace("_", " "))
+    with pytest.raises(SchemaError, match=f"column 'seen': {what} must be a date"):
+        Schema.from_json(json.dumps({"columns": [column]}))
 
 
 def test_category_unseen_in_schema():

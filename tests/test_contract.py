@@ -19,7 +19,7 @@ from synth.plan import Plan
 from synth.privacy.budget import STOPPED, Budget, Ledger
 from synth.privacy.unit import Population, PrivacyUnit
 from synth.runs import Run
-from synth.schema import CATEGORICAL, Schema
+from synth.schema import CATEGORICAL, Column, Schema
 
 NAMES = sorted(METHODS)
 COLUMNS = ["age", "sex", "race", "income"]  # small enough for private sampling's cube
@@ -181,3 +181,18 @@ def test_parameters_stay_as_given_and_a_second_fit_starts_afresh(name, table):
     assert len(model.ledger_.entries) == len(first.entries) or not model.plan_.exact
     assert all(model.get_params()[k] is v for k, v in given.items())
     assert list(model.sample(20).columns) == schema.names
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_date_column_is_an_ordered_whole_number_and_released_as_dates(name, table):
+    frame, schema = table
+    days = np.random.default_rng(0).integers(0, 731, len(frame))
+    frame = frame[["age", "sex", "race"]].assign(
+        seen=(pd.Timestamp("2020-01-01") + pd.to_timedelta(days, unit="D")).strftime("%Y-%m-%d"))
+    schema = Schema((schema["age"], schema["sex"], schema["race"],
+                     Column("seen", "datetime", "2020-01-01", "2021-12-31", public=True)))
+    out = quick(name).fit(frame, schema, Budget(1.0, 1e-5),
+                          FitContext(postprocessing_seed=0)).sample(300)
+    seen = out["seen"]
+    assert seen.notna().all() and seen.str.fullmatch(r"\d{4}-\d\d-\d\d").all()
+    assert seen.between("2020-01-01", "2021-12-31").all()

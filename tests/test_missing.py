@@ -74,3 +74,13 @@ def test_neighbours_that_differ_by_a_missing_value_get_the_same_noise():
         assert model.n_rows_ == 500
         ledgers.append([e.event for e in model.ledger_.entries])
     assert ledgers[0] == ledgers[1]
+
+
+def test_a_real_valued_column_learned_to_have_no_blanks_decodes():
+    """pandas 3 hands out read-only views of a float column: the donors' values are
+    written into a copy (this crashed sampling any real-valued column with no blanks)."""
+    schema = Schema((Column("x", "numeric", 0, 1, public=True, missing="indicator",
+                            blanks=False),))
+    frame = pd.DataFrame({"x": [0.5, 0.2], "x (missing)": ["missing", "present"]})
+    out = missing.decode(frame, schema, np.random.default_rng(0))
+    assert list(out["x"]) == [0.2, 0.2]

@@ -95,7 +95,8 @@ class Run:
         from synth.evaluation import marginal_tvd
 
         try:
-            return marginal_tvd(self.real, self.record.synthetic, self.record.schema)
+            return marginal_tvd(self.real, self.record.synthetic,
+                                self.record.schema.reading(self.schema))
         except Exception:  # a figure for the steward: never the page's failure
             log.warning("run %s: its fidelity cannot be measured again", self.id,
                         exc_info=True)
@@ -107,7 +108,8 @@ class Run:
         if self.record.checklist:
             return self.record.checklist
         try:
-            return release_checklist(self.real, self.record.synthetic, self.record.schema)
+            return release_checklist(self.real, self.record.synthetic,
+                                     self.record.schema.reading(self.schema))
         except Exception as exc:
             return [Check("checklist", f"could not be made again: {exc}", warn=True)]
 
@@ -252,7 +254,8 @@ def runs(ds: Dataset | None = None) -> list[Run]:
                 continue
             kept[entry.id] = record
             real = split(ds, record.schema, entry.summary.get("held_out", False))[0]
-            seen[where] = Run(run_name(entry, number), record, real, record.schema, entry.id)
+            seen[where] = Run(run_name(entry, number), record, real,
+                              record.schema.reading(ds.schema), entry.id)
         found.append(seen[where])
     return found
 

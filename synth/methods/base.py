@@ -22,6 +22,7 @@ import pandas as pd
 
 from synth import missing
 from synth.data import human_bytes
+from synth.dates import released
 from synth.encoding import rounded
 from synth.errors import (
     BudgetError,
@@ -373,7 +374,8 @@ class Synthesizer:
             self.n_rows_ = population.rows  # the public n: no row is dropped but by bounding
             self._units = units  # each row's unit, for DP-SGD over units; never kept
             try:
-                self._fit(self._encode(data, file, schema, checked=read_once),
+                # the file is read as the steward declared it (the release drops its formats)
+                self._fit(self._encode(data, file, learned, checked=read_once),
                           missing.model_schema(schema), ctx)
             finally:
                 del self._units
@@ -512,13 +514,15 @@ class Synthesizer:
         return {}
 
     def sample(self, n: int | None = None, seed: int | None = None) -> pd.DataFrame:
-        """``n`` synthetic rows (default: as many as the private table had)."""
+        """``n`` synthetic rows (default: as many as the private table had): numbers at
+        their declared precision, dates as text in their column's release format."""
         if not hasattr(self, "schema_"):
             raise SynthError(f"{type(self).__name__} is not fitted; call fit() first")
         n = self.n_rows_ if n is None else check_rows(n, len(self.schema_), "n (rows to sample)")
         check_seed(seed, "seed")
         rng = self.rng_ if seed is None else np.random.default_rng(seed)
-        return rounded(missing.decode(self._sample(n, rng), self.schema_, rng), self.schema_)
+        frame = missing.decode(self._sample(n, rng), self.schema_, rng)
+        return released(rounded(frame, self.schema_), self.schema_)
 
     def _fit(self, data: pd.DataFrame | Chunks, schema: Schema, ctx: FitContext) -> None:
         """Learn from ``data``, the table in model space (Chunks when ``streams``)."""

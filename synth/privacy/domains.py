@@ -29,7 +29,9 @@ point by at most 1; a unit of up to k rows moves k times that (``rows_per_unit``
   less likely. Quantiles by the exponential mechanism over the whole grid fail here: at the
   few thousandths of ε a column gets, the hundreds of empty edges outweigh the data's few.
   The grid cannot tell apart values less than about 9 % apart (a year's 1990 from 2005):
-  such columns need public bounds.
+  such columns need public bounds. A date column's values are counted from its declared
+  public **origin** for the search (units since 1970 would put the grid's fine steps decades
+  away from the data), so a date column whose bounds are learned must declare one.
 * Blanks: a number declared to allow them (``missing='indicator'``) gets a **Laplace count**
   of its missing values (sensitivity 1, a unit's k). Where the noisy count is within its
   noise of zero (under 3 scales: an empty column passes with probability 2.5 %) the column
@@ -51,11 +53,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from synth.errors import BudgetError
+from synth.errors import BudgetError, SchemaError
 from synth.privacy.budget import Ledger
 from synth.privacy.events import Event, Exponential, Laplace, LaplaceThreshold, histogram_l1
 from synth.privacy.mechanisms import exponential, laplace
-from synth.schema import CATEGORICAL, OTHER, Column, Schema
+from synth.schema import CATEGORICAL, DATETIME, OTHER, Column, Schema
 
 DOMAIN = "domain"
 STEPS = 8  # grid edges per octave of magnitude
@@ -232,7 +234,7 @@ def domain_counts(frames: Iterable[pd.DataFrame], columns: Sequence[Column]
                 counts[col.name] = got if col.name not in counts else (
                     counts[col.name].add(got, fill_value=0).astype(np.int64))
                 continue
-            x = values.to_numpy(dtype=float)
+            x = values.to_numpy(dtype=float) - _origin(col)
             grid_part, blanks = grid_counts(x, col.integer), int(np.isnan(x).sum())
             if col.name in counts:
                 grid_part, blanks = grid_part + counts[col.name][0], blanks + counts[col.name][1]
@@ -266,6 +268,10 @@ def learn_domains(data: pd.DataFrame | Iterable[pd.DataFrame], schema: Schema, l
     if eps <= 0:
         raise BudgetError(f"the {stage!r} share is empty, but columns {names} need their "
                           "domains learned privately")
+    unanchored = [c.name for c in todo if c.kind == DATETIME and not c.releasable
+                  and c.origin is None]
+    if unanchored:
+        raise SchemaError(missing_origin(unanchored))
     categorical = [c.name for c in todo if c.kind == CATEGORICAL]
     if categorical and delta <= 0:  # refused before any column's domain is charged
         raise BudgetError(f"columns {categorical[:6]}: learning categories privately needs "
@@ -323,6 +329,7 @@ def _learn(col: Column, counts: pd.Series | tuple[np.ndarray, int], plan: Learni
                                              "from the middle")
         lo, hi = grid_bounds(grid_part, plan.bounds, rows, col.integer,
                              col.missing == "indicator")
+        lo, hi = lo + _origin(col), hi + _origin(col)
         fill = col.fill_value
         if fill is not None:
             lo, hi = min(lo, fill), max(hi, fill)
@@ -331,6 +338,25 @@ def _learn(col: Column, counts: pd.Series | tuple[np.ndarray, int], plan: Learni
         ledger.charge(stage, plan.blanks, f"how many values of {col.name!r} are missing")
         col = replace(col, blanks=has_blanks(blanks, plan.blanks))
     return replace(col, learned=True)
+
+
+def _origin(col: Column) -> float:
+    """What a column's values are counted from when its bounds are sought: a datetime
+    column's public origin (the grid around 0 lies where its dates do, not at 1970), 0 for
+    a number. A date column whose bounds are learned must declare one."""
+    if col.kind != DATETIME or col.releasable:
+        return 0.0
+    if col.origin is None:
+        raise SchemaError(missing_origin([col.name]))
+    return col.origin
+
+
+def missing_origin(names: Sequence[str]) -> str:
+    """The refusal of date columns whose bounds are to be learned but have no origin."""
+    return (f"datetime columns {list(names)[:6]} have bounds to learn privately, which are "
+            "sought outward from a public origin: declare one (origin, a date near the data "
+            "that is known without looking at it, such as the start of the collection), or "
+            "declare the bounds public")
 
 
 def has_blanks(count: int, event: Laplace) -> bool:
