@@ -63,6 +63,14 @@ def release_checklist(real: pd.DataFrame, synthetic: pd.DataFrame,
             if at > LOUD:
                 checks.append(Check("bounds", f"{col.name}: {at:.1%} of synthetic values sit "
                                               f"exactly at a bound", warn=False))
+            beyond = float(((synth < numbers.min()) | (synth > numbers.max())).mean()) if (
+                col.learned and numbers.size and len(synth)) else 0.0
+            if beyond > LOUD:  # a learned end (or middle) far from the data: an overshoot
+                checks.append(Check(
+                    "bounds", f"{col.name}: {beyond:.1%} of synthetic values lie beyond every "
+                    f"private value; its privately learned bounds [{col.shown(col.lower)}, "
+                    f"{col.shown(col.upper)}] reach far past the data: declare public bounds "
+                    "or give the domain share more", warn=True))
         example = numbers_as_text(values.dropna().unique()) if col.kind == CATEGORICAL else None
         if example is not None:
             checks.append(Check("numbers as text", f"{col.name}: values such as {example!r} "

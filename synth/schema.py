@@ -555,8 +555,9 @@ def edit_column(col: Column, values: pd.Series, kind: str, *, lower: Any = None,
             lower, upper = _date_range(col, values)
             col = replace(col, lower=lower, upper=upper, proposed=True, flags=tuple(
                 f for f in col.flags if "day/month order" not in f))
-    if kind != CATEGORICAL and (lower is not None or upper is not None):
-        col = replace(col, lower=lower, upper=upper, learned=False)
+    if kind != CATEGORICAL and (lower is not None or upper is not None):  # one given: the
+        col = replace(col, lower=col.lower if lower is None else lower,  # other one stays
+                      upper=col.upper if upper is None else upper, learned=False)
     if kind == CATEGORICAL and categories is not None:
         col = replace(col, categories=tuple(categories), learned=False)
     if kind == NUMERIC and integer is not None:

@@ -157,6 +157,18 @@ def test_the_steward_switches_a_column_to_dates_and_back():
                     pd.Series(["a", "b"]), DATETIME)
 
 
+def test_one_bound_edited_alone_keeps_the_other():
+    """The Data page passes on only the bound a steward changed: the other one stays (it
+    was refused as 'give both bounds', and the box kept showing the refused value)."""
+    values = pd.Series(["2021-03-04", "2021-05-06", "2020-01-01"])
+    col = infer_schema(pd.DataFrame({"d": values, "x": [1, 2, 3]}))["d"]
+    wider = edit_column(col, values, DATETIME, upper="2021-12-31")
+    assert (wider.shown(wider.lower), wider.shown(wider.upper)) == ("2020-01-01",
+                                                                    "2021-12-31")
+    number = Column("n", "numeric", lower=0, upper=10)
+    assert edit_column(number, pd.Series([1.0]), "numeric", lower=-5).upper == 10
+
+
 def test_a_format_that_loses_the_granularity_is_refused():
     with pytest.raises(SchemaError, match="column 'd': format '%Y-%m' does not write a day"):
         Column("d", DATETIME, granularity="day", format="%Y-%m")

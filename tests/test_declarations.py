@@ -101,3 +101,18 @@ def test_the_checklist_reports_folded_categories_clipping_and_rows():
     assert "'b' (50.0%), 'c' (10.0%)" in folded.text
     assert checks["bounds"].warn and "age: 10.0% of private values lie outside [0, 100]" in (
         checks["bounds"].text)
+
+
+def test_the_checklist_warns_when_learned_bounds_overshoot_the_data():
+    """A learned interval far past the data (a middle or an end the mechanism put there)
+    releases values no record is near: the steward is told, by share, not by value."""
+    real = pd.DataFrame({"age": np.arange(20, 80)})
+    learned = Schema((Column("age", "numeric", -215, 3_234_251, integer=True, learned=True),))
+    public = Schema((Column("age", "numeric", -215, 3_234_251, integer=True, public=True),))
+    synthetic = pd.DataFrame({"age": [30] * 50 + [93_472] * 10})
+    warned = [c for c in release_checklist(real, synthetic, learned) if "beyond" in c.text]
+    assert len(warned) == 1 and warned[0].warn and "16.7% of synthetic values" in warned[0].text
+    assert "79" not in warned[0].text and "20" not in warned[0].text.split("[")[0]
+    assert not any("beyond" in c.text for c in release_checklist(real, synthetic, public))
+    close = pd.DataFrame({"age": [30] * 60})
+    assert not any("beyond" in c.text for c in release_checklist(real, close, learned))
