@@ -63,8 +63,9 @@ def release_checklist(real: pd.DataFrame, synthetic: pd.DataFrame,
             if at > LOUD:
                 checks.append(Check("bounds", f"{col.name}: {at:.1%} of synthetic values sit "
                                               f"exactly at a bound", warn=False))
+            bounds_learned = col.learned and not col.public  # (not just its blank count)
             beyond = float(((synth < numbers.min()) | (synth > numbers.max())).mean()) if (
-                col.learned and numbers.size and len(synth)) else 0.0
+                bounds_learned and numbers.size and len(synth)) else 0.0
             if beyond > LOUD:  # a learned end (or middle) far from the data: an overshoot
                 checks.append(Check(
                     "bounds", f"{col.name}: {beyond:.1%} of synthetic values lie beyond every "

@@ -108,7 +108,8 @@ def test_the_checklist_warns_when_learned_bounds_overshoot_the_data():
     releases values no record is near: the steward is told, by share, not by value."""
     real = pd.DataFrame({"age": np.arange(20, 80)})
     learned = Schema((Column("age", "numeric", -215, 3_234_251, integer=True, learned=True),))
-    public = Schema((Column("age", "numeric", -215, 3_234_251, integer=True, public=True),))
+    public = Schema((Column("age", "numeric", -215, 3_234_251, integer=True, public=True,
+                            learned=True),))  # public bounds, a blank count learned
     synthetic = pd.DataFrame({"age": [30] * 50 + [93_472] * 10})
     warned = [c for c in release_checklist(real, synthetic, learned) if "beyond" in c.text]
     assert len(warned) == 1 and warned[0].warn and "16.7% of synthetic values" in warned[0].text
