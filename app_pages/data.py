@@ -189,8 +189,10 @@ public = st.multiselect(
     "Columns whose domain (categories or bounds) is public knowledge", names,
     default=[c.name for c in ds.base if c.public], key=state.mine("public"),
     persist_state="session",
-    help="A public domain costs no budget and is released exactly as listed below. Any other "
-         "domain is learned privately from the table, with a share of the budget.")
+    help="A public domain costs no budget and is released exactly as listed below (a "
+         "number or date that may be blank still pays a little to count its blanks, unless "
+         "its missing policy is none). Any other domain is learned privately from "
+         "the table, with a share of the budget.")
 target = st.selectbox(
     "Target column for utility checks", targets, key=state.mine("target"),
     persist_state="session",

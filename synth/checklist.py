@@ -66,7 +66,7 @@ def release_checklist(real: pd.DataFrame, synthetic: pd.DataFrame,
             bounds_learned = col.learned and not col.public  # (not just its blank count)
             beyond = float(((synth < numbers.min()) | (synth > numbers.max())).mean()) if (
                 bounds_learned and numbers.size and len(synth)) else 0.0
-            if beyond > LOUD:  # a learned end (or middle) far from the data: an overshoot
+            if beyond > LOUD:  # a learned end far from the data: an overshoot
                 checks.append(Check(
                     "bounds", f"{col.name}: {beyond:.1%} of synthetic values lie beyond every "
                     f"private value; its privately learned bounds [{col.shown(col.lower)}, "

@@ -37,6 +37,8 @@ from synth.errors import SchemaError
 DATETIME = "datetime"
 GRANULARITIES = ("day", "month", "year", "second")
 TIMEZONES = ("naive", "UTC")
+# a year in each granularity's units: the scale a learned date bound's octaves count in
+UNITS_PER_YEAR = {"day": 365.25, "month": 12.0, "year": 1.0, "second": 31_557_600.0}
 _UNIT = {"day": "D", "month": "M", "year": "Y", "second": "s"}
 _ISO = {"day": "%Y-%m-%d", "month": "%Y-%m", "year": "%Y", "second": "%Y-%m-%dT%H:%M:%S"}
 ISO = "ISO8601"  # pandas' reader of every ISO 8601 form (dates, months, times, offsets)

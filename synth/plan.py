@@ -29,6 +29,7 @@ from synth.privacy.domains import (
     domain_events,
     keep_threshold,
     missing_origin,
+    scale_miss,
 )
 from synth.privacy.events import Event, describe
 from synth.privacy.unit import ROWS, Population, rows_event
@@ -255,18 +256,26 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
             plans = column_events(schema, epsilon, delta, rows, k)
             return max(bounds_loss(plans[c.name].bounds, rows, c.integer) for c in bounded)
 
-        loss = loss_at(eps)
+        def miss_at(epsilon: float) -> float:
+            plans = column_events(schema, epsilon, delta, rows, k)
+            return max(scale_miss(plans[c.name].bounds[0], rows, c.integer) for c in bounded)
+
+        loss, miss = loss_at(eps), miss_at(eps)
         said = (f"the bounds of {_listed([c.name for c in bounded])} are learned privately: "
                 f"with the domain share's ε = {eps:.3g} split over {len(todo)} columns, a "
                 f"bound may cut off up to {loss:.0%} of the {rows:,} rows at each end")
-        if loss >= DOOMED:
-            possible, likely = (_advice(budget, loss_at, part) for part in (DOOMED, DOUBTFUL))
+        if miss > DOUBTFUL:
+            said += (f", and the scale they are sought in may land where no values are (a "
+                     f"chance of up to {miss:.0%}), which would put them far from the data")
+        if max(loss, miss) >= DOOMED:
+            possible, likely = (_advice(budget, lambda e: max(loss_at(e), miss_at(e)), part)
+                                for part in (DOOMED, DOUBTFUL))
             refusals.append(BudgetError(
                 f"{said}, so the bounds would be noise: declare their bounds public, leave "
                 f"columns out, or {possible} ({likely} to keep the loss under {DOUBTFUL:.0%})"))
-        elif loss > DOUBTFUL:
-            doubts.append(f"{said} (95 % confidence; usually far less, as the middle of the "
-                          "data is found first); public bounds avoid the loss")
+        elif max(loss, miss) > DOUBTFUL:
+            doubts.append(f"{said} (95 % confidence; usually far less); public bounds avoid "
+                          "the loss")
     if categorical and delta_c > 0:
         tau = keep_threshold(eps_c, delta_c, k)
         if tau > DOOMED * rows:

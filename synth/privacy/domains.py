@@ -12,26 +12,29 @@ point by at most 1; a unit of up to k rows moves k times that (``rows_per_unit``
   always part of the learned domain, so its presence says nothing about rare categories.
 * Numeric bounds: **three exponential mechanisms over a fixed grid** of signed edges, 0 and
   ±2^(j/8) (whole numbers for an integer column), so nothing about the grid depends on data.
-  First a *middle*: the stretch between two edges with the most values on both sides of it
-  (its depth, min(rows ≥ its lower edge, rows ≤ its upper edge), sensitivity 1: a value many
-  rows share lies inside a stretch and counts on both sides), which lands inside the data
-  with high probability once it has ε ≈ 7·ln(m/β)/n. Then each *end*, searched outward from
-  the middle, the upper first: an edge e scores −(rows beyond e − T)₊ − λ·d(e), the rows it
-  would cut off (T = n/200 are tolerated) against how far it lies from the middle, d in
-  octaves of a scale: the middle's magnitude for the upper end, and for the lower the larger
-  of that and the upper end's distance from the middle (so a balance whose middle is 477
-  reaches −832 in 2.5 octaves, not through twenty octaves of small numbers, and a middle
-  near 0 in data spread far both ways does not pin the lower end there). λ = max(κ/ε, n/200)
-  rows an octave (2k·κ/ε for units of up to k rows, whose picks are not monotone). The rows
-  beyond an edge all move the same way when a record is replaced, so the ends are monotone
-  exponential mechanisms, Pr ∝ exp(ε·s) (McSherry–Talwar): an end goes as far as the data
-  justify, and past the data each further octave is at least e^κ
-  less likely. Quantiles by the exponential mechanism over the whole grid fail here: at the
-  few thousandths of ε a column gets, the hundreds of empty edges outweigh the data's few.
-  The grid cannot tell apart values less than about 9 % apart (a year's 1990 from 2005):
-  such columns need public bounds. A date column's values are counted from its declared
-  public **origin** for the search (units since 1970 would put the grid's fine steps decades
-  away from the data), so a date column whose bounds are learned must declare one.
+  First a *scale* s: the octave [2^j, 2^(j+1)] of magnitudes |x| with the most values on
+  both sides of it (its depth, min(rows with |x| ≥ 2^j, rows with |x| ≤ 2^(j+1)),
+  sensitivity 1), which holds the median magnitude once it has ε ≈ 4·ln(m/β)/n. Then the
+  *upper end*: an edge e ≥ 0 scores −(rows above e − T)₊ − λ·d(e), the rows it would cut off
+  (T = n/200 are tolerated) against its distance from 0 in octaves of the scale, d(e) =
+  log2(1 + e/s); then the *lower end*, an edge at most the upper end hi scoring −(rows below
+  e − T)₊ − λ·(d(hi) − d(e)), d signed (−log2(1 + |e|/s) below 0) and in octaves of the
+  larger of s and hi, so it rises towards the data from below as the upper end falls towards
+  it from above, and a balance whose tail reaches −10,000 crosses 0 in a few octaves. λ =
+  max(κ/ε, n/200) rows an octave (2k·κ/ε for units of up to k rows, whose picks are not
+  monotone): an end follows a tail an octave further only where the octave holds more than λ
+  rows, and past the data each further octave is at least e^κ less likely. The scale is of
+  magnitudes, not a signed middle: a balance spread both ways around a few hundred has its
+  deepest signed octaves near 0, and octaves of 1 would make its tails twenty octaves away.
+  The rows beyond an edge all move the same way when a record is replaced, so the ends are
+  monotone exponential mechanisms, Pr ∝ exp(ε·s) (McSherry–Talwar). Quantiles by the
+  exponential mechanism over the whole grid fail here: at the few thousandths of ε a column
+  gets, the hundreds of empty edges outweigh the data's few. The grid cannot tell apart
+  values less than about 9 % apart (a year's 1990 from 2005): such columns need public
+  bounds. A date column's values are counted from its declared public **origin** (units
+  since 1970 would put the grid's fine steps decades away from the data), so a date column
+  whose bounds are learned must declare one; its scale is a year of its units, public, so it
+  pays for the two ends only.
 * Blanks: a number declared to allow them (``missing='indicator'``) gets a **Laplace count**
   of its missing values (sensitivity 1, a unit's k). Where the noisy count is within its
   noise of zero (under 3 scales: an empty column passes with probability 2.5 %) the column
@@ -40,7 +43,8 @@ point by at most 1; a unit of up to k rows moves k times that (``rows_per_unit``
 
 Columns share the domain stage's (ε, δ) equally, composed by basic composition (a number's
 blank count takes a quarter of its part when its bounds are learned too); a learned category
-list is one ledger entry, learned bounds two (the middle, then both ends), a blank count one.
+list is one ledger entry, learned bounds two (the scale, then both ends; a date's only the
+ends), a blank count one.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from synth.dates import UNITS_PER_YEAR
 from synth.errors import BudgetError, SchemaError
 from synth.privacy.budget import Ledger
 from synth.privacy.events import Event, Exponential, Laplace, LaplaceThreshold, histogram_l1
@@ -61,18 +66,18 @@ from synth.schema import CATEGORICAL, DATETIME, OTHER, Column, Schema
 
 DOMAIN = "domain"
 STEPS = 8  # grid edges per octave of magnitude
-SPREAD_COST = 6.0  # κ: an end one octave (of the middle's magnitude) further is e^κ less likely
+SPREAD_COST = 6.0  # κ: an end one octave (of the scale) further is e^κ less likely
 SPREAD_ROWS = 5e-3  # …and worth this share of the rows, when that is more than κ/ε rows
 TOLERATED = 5e-3  # the share of the rows each end may cut off at no cost
-MIDDLE_MOST = 0.3  # the most of a column's ε its middle takes
-MIDDLE_BETA = 1e-3  # the middle's chance of landing outside the central 80 % of the rows
+SCALE_MOST = 0.3  # the most of a column's ε its scale takes
+SCALE_BETA = 1e-3  # the scale's chance of landing on an octave without values
 BLANKS_SHARE = 0.25  # of a number's part, for its blank count when its bounds are learned too
 BLANKS_SCALES = 3.0  # a noisy blank count under this many Laplace scales says there are none
 
 
 def default_share(schema: Schema) -> float:
     """The domain share a run gets unless told otherwise: 0.2 when numeric bounds are to be
-    learned (each has a middle and two ends to find; at 0.1 Bank's tails were lost,
+    learned (each has a scale and two ends to find; at 0.1 Bank's tails were lost,
     benchmarks/private_domains.py), 0.1 for category lists and blank counts alone."""
     private = [c for c in schema if not c.releasable]
     return 0.2 if any(c.kind != CATEGORICAL for c in private) else 0.1
@@ -116,20 +121,48 @@ def kept_categories(counts: pd.Series, event: LaplaceThreshold) -> tuple[str, ..
 
 
 def bounds_events(epsilon: float, rows: int, integer: bool, missing: bool = False,
-                  rows_per_unit: int = 1) -> tuple[Exponential, Exponential]:
-    """(the middle's pick, the two ends' picks) of a column's bounds learned with ``epsilon``
-    from ``rows`` rows (public: n, or k·U). The middle takes what lands it inside the data
-    (ε ≈ 7·ln(m/β)/n, at most 30 % of ε; 30 % when values may be missing, as how many are is
-    private); each end half the rest. Under units a unit's rows may move both ways, so the
-    ends' scores are monotone only for one row per unit."""
+                  rows_per_unit: int = 1, anchored: bool = False
+                  ) -> tuple[Exponential | None, Exponential]:
+    """(the scale's pick, the two ends' picks) of a column's bounds learned with ``epsilon``
+    from ``rows`` rows (public: n, or k·U). The scale takes what lands it among the data
+    (:func:`scale_need`, at most 30 % of ε; 30 % when values may be missing, as how many
+    are is private); each end half the rest. A column ``anchored`` at a public origin (a
+    date) has a public scale: its ends take it all. Under units a unit's rows may move
+    both ways, so the ends' scores are monotone only for one row per unit."""
     k = rows_per_unit
-    edges = len(grid(integer))
-    middle = MIDDLE_MOST * epsilon
+    scale = 0.0 if anchored else SCALE_MOST * epsilon
     if not missing:
-        # the depth moves by k for a unit of k rows: k times the ε lands it as surely
-        middle = min(middle, 4 * k * math.log(edges / MIDDLE_BETA) / (0.6 * rows))
-    return (Exponential(middle, float(k)),
-            Exponential((epsilon - middle) / 2, float(k), count=2, monotone=k == 1))
+        scale = min(scale, scale_need(rows, integer, k))
+    return (Exponential(scale, float(k)) if scale else None,
+            Exponential((epsilon - scale) / 2, float(k), count=2, monotone=k == 1))
+
+
+def scale_need(rows: int, integer: bool, rows_per_unit: int = 1) -> float:
+    """The ε that keeps the scale off every octave without values but with probability β,
+    whatever the data: the median magnitude's octave has depth ≥ n/2, an empty one 0, and
+    the pick is not monotone (exponent ε·s/2), so m·e^(−ε·n/(4k)) ≤ β (:func:`scale_miss`);
+    the depth moves by k for a unit of k rows, so k times the ε lands it as surely."""
+    return 4 * rows_per_unit * math.log((len(octaves(integer)) - 1) / SCALE_BETA) / rows
+
+
+def scale_miss(event: Exponential | None, rows: int, integer: bool) -> float:
+    """At most the chance that the scale lands on an octave holding none of the ``rows``
+    values (a union bound over the m octaves, for the worst data: depth n/2 at best); a
+    scale far above the data lets the ends wander far from it. 0 for a public scale."""
+    if event is None:
+        return 0.0
+    exponent = event.epsilon * rows / (4 * event.sensitivity)
+    return min(1.0, (len(octaves(integer)) - 1) * math.exp(-exponent))
+
+
+@functools.lru_cache(maxsize=2)
+def octaves(integer: bool) -> np.ndarray:
+    """The indices in :func:`grid` of 0 and each 2^j for whole j, in order: the magnitudes'
+    octaves the scale is chosen from (a few hundred finer stretches would outweigh the data
+    at the few hundredths of ε a column gets)."""
+    edges = grid(integer)
+    exponent = np.log2(np.where(edges > 0, edges, 0.5))
+    return np.flatnonzero((edges == 0) | ((edges > 0) & (exponent == np.round(exponent))))
 
 
 def grid_counts(values: np.ndarray, integer: bool) -> np.ndarray:
@@ -152,61 +185,84 @@ def beyond(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return before[2 * edges + 1], total - before[2 * edges + 2]
 
 
-def grid_bounds(counts: np.ndarray, events: tuple[Exponential, Exponential], rows: int,
-                integer: bool, missing: bool = False) -> tuple[float, float]:
-    """Bounds from :func:`grid_counts`: the middle, then the upper end outward from it, then
-    the lower (see the module's docstring); the caller has charged ``events``. A column
-    whose values may be missing tolerates no cut-off rows: how many it has present is
-    private, and n/200 may be many of them."""
+def grid_bounds(counts: np.ndarray, events: tuple[Exponential | None, Exponential],
+                rows: int, integer: bool, missing: bool = False, scale: float = 1.0
+                ) -> tuple[float, float]:
+    """Bounds from :func:`grid_counts`: the scale, then the upper end, then the lower (see
+    the module's docstring); the caller has charged ``events``. Without a scale's event the
+    octaves are of ``scale`` (a date's year of units). A column whose values may be missing
+    tolerates no cut-off rows: how many it has present is private, and n/200 may be many of
+    them."""
     edges = grid(integer)
     below, above = beyond(counts)
-    middle, ends = events
-    # the middle: the stretch between two edges with the most rows on both sides of it (its
-    # depth, min(rows ≥ its lower edge, rows ≤ its upper)), named by its lower edge; a value
-    # that many rows share (40 hours a week) lies inside a stretch, not on an edge
-    present = below[0] + above[0] + counts[1]
-    depth = np.minimum(present - below[:-1], present - above[1:])
-    m = int(exponential(depth.astype(float), middle.epsilon, middle.sensitivity))
-    # under units of up to k rows only U = rows / k of them are sure to be there; an octave
-    # costs what makes it e^κ less likely whatever the pick's exponent (ε·s/Δ when monotone,
-    # ε·s/(2Δ) for a unit's rows, which may move both ways)
-    units = rows / ends.sensitivity
-    tolerated = 0.0 if missing else TOLERATED * units
-    exponent = ends.epsilon / (ends.sensitivity * (1 if ends.monotone else 2))
-    per_octave = max(SPREAD_COST / exponent, SPREAD_ROWS * units)
+    pick_scale, ends = events
+    if pick_scale is not None:
+        scale = _scale(counts, pick_scale, integer)
+    tolerated = 0.0 if missing else TOLERATED * rows / ends.sensitivity
+    per_octave = octave_rows(ends, rows)
+    octaves_out = np.sign(edges) * np.log2(1 + np.abs(edges) / scale)
 
-    def end(side: np.ndarray, tail: np.ndarray, scale: float) -> int:
-        spread = np.sign(edges) * np.log2(1 + np.abs(edges) / scale)
-        scores = -np.maximum(tail[side] - tolerated, 0) - per_octave * np.abs(
-            spread[side] - spread[m])
-        return int(side[exponential(scores, ends.epsilon, ends.sensitivity, ends.monotone)])
+    def pick(scores: np.ndarray) -> int:
+        return int(exponential(scores, ends.epsilon, ends.sensitivity, ends.monotone))
 
-    magnitude = max(abs(edges[m]), 1.0)
-    hi = end(np.arange(m, len(edges)), above, magnitude)
-    # the lower end's octaves are of the larger of the middle's magnitude and the upper
-    # end's distance from it: a middle near 0 in data that spread far both ways would
-    # make crossing 0 cost many octaves of small numbers
-    lo = end(np.arange(m, -1, -1), below, max(magnitude, edges[hi] - edges[m]))
+    up = np.arange(np.searchsorted(edges, 0.0), len(edges))
+    hi = int(up[pick(-np.maximum(above[up] - tolerated, 0) - per_octave * octaves_out[up])])
+    # the lower end's octaves are of the larger of the scale and the upper end: a balance
+    # whose magnitudes are mostly a few hundred but whose tail reaches ±10,000 would make
+    # crossing 0 cost many octaves of small numbers
+    octaves_down = np.sign(edges) * np.log2(1 + np.abs(edges) / max(scale, edges[hi]))
+    down = np.arange(hi + 1)
+    lo = pick(-np.maximum(below[down] - tolerated, 0)
+              - per_octave * (octaves_down[hi] - octaves_down[down]))
     if hi <= lo:  # one value everywhere: the next edge up makes an interval
         hi = min(lo + 1, len(edges) - 1)
     return float(edges[lo]), float(edges[hi])
 
 
-def bounds_loss(events: tuple[Exponential, Exponential], rows: int, integer: bool,
+def octave_rows(ends: Exponential, rows: int) -> float:
+    """λ, what an octave further out costs an end, in rows: what makes it e^κ less likely
+    whatever the pick's exponent (ε·s/Δ when monotone, ε·s/(2Δ) for a unit's rows, which
+    may move both ways), and at least n/200 of the U = rows / k units sure to be there. An
+    end follows a tail only as far as an octave holds more than λ rows."""
+    exponent = ends.epsilon / (ends.sensitivity * (1 if ends.monotone else 2))
+    return max(SPREAD_COST / exponent, SPREAD_ROWS * rows / ends.sensitivity)
+
+
+def _scale(counts: np.ndarray, event: Exponential, integer: bool) -> float:
+    """The scale: the lower edge of the magnitudes' octave [a, b] with the most rows on both
+    sides of it, min(rows with |x| ≥ a, rows with |x| ≤ b) (the smallest positive edge for
+    [0, b]); the median magnitude's octave has depth ≥ n/2. The grid is symmetric, so −e's
+    index is the mirror of e's."""
+    below, above = beyond(counts)
+    present, last = below[0] + above[0] + counts[1], len(below) - 1
+    at = octaves(integer)
+    lower, upper = at[:-1], at[1:]
+    at_least = np.where(lower == at[0], present,
+                        2 * present - below[lower] - above[last - lower])
+    at_most = present - above[upper] - below[last - upper]
+    depth = np.minimum(at_least, at_most).astype(float)
+    edges = grid(integer)
+    return float(max(edges[lower[exponential(depth, event.epsilon, event.sensitivity)]],
+                     edges[at[1]]))
+
+
+def bounds_loss(events: tuple[Exponential | None, Exponential], rows: int, integer: bool,
                 beta: float = 0.05) -> float:
-    """The share of the ``rows`` an end may cut off (the tolerated 1/200 and more), at worst
-    with probability 1 − β: a monotone exponential mechanism's pick scores within
-    ln(m/β)/ε of the best (McSherry–Talwar), and an end's score counts rows cut off."""
+    """The share of the ``rows`` an end may cut off, at worst with probability 1 − β: the
+    tolerated 1/200, what the pick may score below the best (ln(m/β)/ε for a monotone
+    exponential mechanism, McSherry–Talwar; an end's score counts rows cut off), and an
+    octave's λ (:func:`octave_rows`), the thinnest tail an end follows an octave further
+    (a tail spread thinner over many octaves may lose more)."""
     ends = events[1]
     factor = 1 if ends.monotone else 2
     slack = factor * ends.sensitivity * math.log(len(grid(integer)) / beta) / ends.epsilon
-    return min(1.0, TOLERATED + slack / rows)
+    return min(1.0, TOLERATED + (slack + octave_rows(ends, rows)) / rows)
 
 
 @dataclass(frozen=True)
 class Learning:
     """What learning one column's domain charges, worked out from public facts: a category
-    list's thresholded counts, or a number's bounds (the middle's pick, the ends' picks)
+    list's thresholded counts, or a number's bounds (the scale's pick, the ends' picks)
     and, where it may have blanks, their Laplace count."""
 
     categories: LaplaceThreshold | None = None
@@ -302,8 +358,9 @@ def column_events(schema: Schema, epsilon: float, delta: float, rows: int,
             continue
         blanks = eps if c.releasable else BLANKS_SHARE * eps if c.missing == "indicator" else 0
         plans[c.name] = Learning(
-            bounds=None if c.releasable else bounds_events(eps - blanks, rows, c.integer,
-                                                           c.missing == "indicator", k),
+            bounds=None if c.releasable else bounds_events(
+                eps - blanks, rows, c.integer, c.missing == "indicator", k,
+                anchored=c.kind == DATETIME),
             blanks=Laplace(k / blanks, float(k)) if blanks else None)
     return plans
 
@@ -323,12 +380,16 @@ def _learn(col: Column, counts: pd.Series | tuple[np.ndarray, int], plan: Learni
         return replace(col, categories=kept_categories(counts, plan.categories), learned=True)
     grid_part, blanks = counts
     if plan.bounds is not None:
-        ledger.charge(stage, plan.bounds[0], f"the middle of {col.name!r}, where its bounds "
-                                             "are sought from")
-        ledger.charge(stage, plan.bounds[1], f"the bounds of {col.name!r}, each end outward "
-                                             "from the middle")
+        pick_scale, ends = plan.bounds
+        if pick_scale is not None:
+            ledger.charge(stage, pick_scale, f"the scale of {col.name!r}: the octave of its "
+                                             "values' median magnitude")
+        ledger.charge(stage, ends, f"the bounds of {col.name!r}: the upper end, then the "
+                                   "lower")
         lo, hi = grid_bounds(grid_part, plan.bounds, rows, col.integer,
-                             col.missing == "indicator")
+                             col.missing == "indicator",
+                             UNITS_PER_YEAR[col.granularity or "day"]
+                             if col.kind == DATETIME else 1.0)
         lo, hi = lo + _origin(col), hi + _origin(col)
         fill = col.fill_value
         if fill is not None:
