@@ -10,6 +10,7 @@ from synth.data import counted
 from synth.dates import GRANULARITIES, TIMEZONES
 from synth.declarations import published, round_bounds, warnings
 from synth.errors import SynthError
+from synth.privacy.domains import missing_origin
 from synth.privacy.unit import PrivacyUnit, population
 from synth.schema import (
     CATEGORICAL,
@@ -273,6 +274,11 @@ if shown or dated:
             with state.guard("Rounding the bounds"):
                 state.set_base(round_bounds(ds.base, ds.table, numeric))
                 st.rerun()
+unanchored = [c.name for c in ds.schema if c.kind == DATETIME and not c.public
+              and c.origin is None]
+if unanchored:  # said here, where the origin is declared, not first on Synthesize
+    said = missing_origin(unanchored)
+    st.warning(f"{said[0].upper()}{said[1:]}: edit the column above.")
 if not ds.schema.releasable:
     private = [c.name for c in ds.schema if not c.public]
     st.info(f"{len(private)} column domains are data-derived ({', '.join(private[:6])}"

@@ -332,6 +332,20 @@ def propose(present: np.ndarray | pd.Series, dtype: Any) -> Proposal | None:
     return _proposal(values, chosen, zone, flags)
 
 
+def undated(present: np.ndarray | pd.Series, most: float = 0.9) -> int | None:
+    """How many of ``present``'s distinct text values do not read as dates in the format
+    that reads most of them, where that format reads at least ``most`` of them (a date
+    column with a few typos, which :func:`propose` leaves categorical); None otherwise."""
+    texts = [v.strip() for v in pd.unique(np.asarray(present, dtype=object))
+             if isinstance(v, str)]
+    if not texts or sum(bool(_DATEISH.match(t)) for t in texts) < most * len(texts):
+        return None
+    series = pd.Series(texts, dtype=object)
+    bad = min(int(pd.to_datetime(series, format=fmt, errors="coerce", utc=True).isna().sum())
+              for fmt in (ISO, *_CANDIDATES))
+    return bad if 0 < bad <= (1 - most) * len(texts) else None
+
+
 def _all_read(texts: list[str], fmt: str) -> bool:
     read = pd.to_datetime(pd.Series(texts, dtype=object), format=fmt, errors="coerce",
                           utc=True)

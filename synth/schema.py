@@ -549,12 +549,16 @@ def edit_column(col: Column, values: pd.Series, kind: str, *, lower: Any = None,
                       if k in date_fields and date_fields[k] is None})
         reread = ("input_format" in date_fields and not col.releasable
                   and date_fields["input_format"] != col.input_format)
+        zone = col.timezone
         if given:
             col = replace(col, **given)
+        if col.timezone != zone:  # zoned values in a naive column: refused now, not at the run
+            _date_range(col, values)
         if reread:  # data-derived bounds read in the old order: a proposal again
             lower, upper = _date_range(col, values)
-            col = replace(col, lower=lower, upper=upper, proposed=True, flags=tuple(
-                f for f in col.flags if "day/month order" not in f))
+            col = replace(col, lower=lower, upper=upper, proposed=True)
+        if "input_format" in date_fields:  # the order is the user's word now, kept or not
+            col = replace(col, flags=tuple(f for f in col.flags if "day/month order" not in f))
     if kind != CATEGORICAL and (lower is not None or upper is not None):  # one given: the
         col = replace(col, lower=col.lower if lower is None else lower,  # other one stays
                       upper=col.upper if upper is None else upper, learned=False)
@@ -598,8 +602,12 @@ def _date_range(col: Column, values: pd.Series) -> tuple[float, float]:
     present = values[(category_values(values) != MISSING).to_numpy()]
     units, _, bad, zoned = dates.parse(present, col.granularity, col.timezone,
                                        col.input_format)
-    if bad or zoned or len(units) == 0:
-        raise SchemaError(f"column {col.name!r} cannot be datetime: {bad + zoned} of its "
+    if zoned:
+        raise SchemaError(f"column {col.name!r}: {zoned} of its {len(present)} present values "
+                          "carry a time zone, which a naive column refuses rather than guess: "
+                          "choose the time zone UTC")
+    if bad or len(units) == 0:
+        raise SchemaError(f"column {col.name!r} cannot be datetime: {bad} of its "
                           f"{len(present)} present values do not read as dates in "
                           f"{col.input_format or 'ISO 8601'!r}")
     return float(units.min()), float(units.max())
@@ -682,6 +690,11 @@ def _infer_column(name: str, values: pd.Series | np.ndarray, max_codes: int,
                       granularity=proposal.granularity, timezone=proposal.timezone,
                       input_format=proposal.input_format, missing="indicator", proposed=True,
                       flags=(*flags, *proposal.flags))
+    typos = None if as_number is not None or is_bool else dates.undated(present)
+    if typos is not None:
+        flags.append(f"mostly dates, but {typos} of its {distinct} distinct values do not look "
+                     "like one: correct them in the file or leave them blank, then read it as "
+                     "a date (kind datetime)")
     example = None if as_number is not None else numbers_as_text(present)
     if example is not None:
         flags.append(f"numbers stored as text (e.g. {example!r}): read them as numbers (the "

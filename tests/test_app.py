@@ -1137,6 +1137,8 @@ def test_a_date_column_is_proposed_edited_and_released_as_dates(app):
     assert described.loc["signup", "kind"] == "datetime by day"
     # 400 dates from 2020 to 2021 put a day above 12 both ways: read month first, no doubt
     assert described.loc["signup", "domain"] == f"[{min(days_of(when))}, {max(days_of(when))}]"
+    # its bounds are private and it has no origin: the Data page says so, not only Synthesize
+    assert any("signup" in w.value and "public origin" in w.value for w in app.warning)
     labelled(app.selectbox, "Column to edit").set_value("signup").run()
     labelled(app.selectbox, "Granularity").set_value("month").run()
     labelled(app.text_input, "Release format").set_value("%m/%Y").run()
@@ -1146,6 +1148,7 @@ def test_a_date_column_is_proposed_edited_and_released_as_dates(app):
     assert described.loc["signup", "kind"] == "datetime by month"
     public = next(m for m in app.multiselect if m.label.startswith("Columns whose domain"))
     public.select("signup").select("plan").select("age").run()  # 400 rows learn nothing
+    assert not any("public origin" in w.value for w in app.warning)
     assert "the table's minimum" in texts(app) or any(
         "the table's minimum" in w.value for w in app.warning)
     button(app, "Round the public bounds to nice values").click().run()

@@ -99,6 +99,18 @@ def test_inference_proposes_dates_and_flags_an_ambiguous_day_month_order():
     assert schema["code"].kind == schema["version"].kind == "categorical"
     frame = prepare(table, schema)
     assert frame["stamp"].iloc[1] == frame["stamp"].iloc[0] - 15 * 60  # 11:00+01 is 10:00 UTC
+    # a date column with a few typos stays a category, and says why
+    typos = [f"2021-{m:02d}-{d:02d}" for m in range(1, 13) for d in range(1, 29)] + ["2021-13-x"]
+    noted = infer_schema(pd.DataFrame({"d": typos}))["d"]
+    assert noted.kind == "categorical" and any(
+        "mostly dates, but 1 of its 337 distinct values" in f for f in noted.flags)
+    # zoned values in a column switched to naive are refused when the edit is applied
+    with pytest.raises(SchemaError, match=r"'stamp': 2 of its 3 present values carry a time "):
+        edit_column(schema["stamp"], table["stamp"], DATETIME, timezone="naive")
+    # keeping the proposed order on the Data page is the steward's choice: the flag goes
+    either = schema["either"]
+    kept = edit_column(either, table["either"], DATETIME, input_format=either.input_format)
+    assert not any("day/month" in f for f in kept.flags) and kept.lower == either.lower
 
 
 def test_inference_reads_parquet_timestamps_and_dates():
