@@ -148,10 +148,14 @@ with st.expander("Edit a column, or load a schema file"):
         categories = [line.strip() for line in text.splitlines() if line.strip()]
     if st.button("Apply to this column"):
         with state.guard(f"Editing column {name!r}"):
-            edited = edit_column(col, ds.table[name], kind, lower=lower, upper=upper,
+            confirmed = not ds.schema.proposed  # the steward's word stands for the others,
+            edited = edit_column(replace(col, proposed=col.proposed and not confirmed),
+                                 ds.table[name], kind, lower=lower, upper=upper,
                                  categories=categories, integer=integer, missing=policy,
-                                 fill_value=fill, **when)
-            state.set_base(ds.base.replace_column(edited))
+                                 fill_value=fill, **when)  # and for this one unless re-read
+            base = ds.base.replace_column(edited)
+            state.set_base(base.confirm([c for c in base.names if c != name]) if confirmed
+                           else base)
             st.rerun()
     loaded = st.file_uploader("Load a schema (JSON), e.g. one saved from this page",
                               type=["json"], key=f"schema-file:{ds.name}")
@@ -251,8 +255,11 @@ with state.guard("Updating the schema"):
 
 st.dataframe(describe(ds.schema), width="stretch", hide_index=True)
 if ds.schema.proposed:
-    st.warning(f"{len(ds.schema.proposed)} columns are proposals read from the table (kind, "
-               "integer flag, missing values): a run refuses them until you confirm them above.")
+    n = len(ds.schema.proposed)
+    st.warning(f"{counted(n, 'column')} {'is a proposal' if n == 1 else 'are proposals'} read "
+               f"from the table ({', '.join(ds.schema.proposed[:6])}"
+               f"{'…' if n > 6 else ''}: kind, integer flag, missing values): a run refuses "
+               f"{'it' if n == 1 else 'them'} until you confirm above.")
 shown = [c for c in ds.schema if c.public]
 dated = [c for c in ds.schema if c.kind == DATETIME and not c.public]  # their fields publish
 if shown or dated:

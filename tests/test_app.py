@@ -262,7 +262,7 @@ def test_uploaded_table_learns_its_domains_privately(app):
     assert not app.exception and not app.error
     assert "mine.csv: 600 rows" in texts(app)
     assert "learns them privately" in texts(app)
-    assert "3 columns are proposals read from the table" in texts(app)
+    assert "3 columns are proposals read from the table (age, group, answer" in texts(app)
     app.switch_page(SYNTH).run()
     assert run_button(app).disabled and "still proposals" in texts(app)  # not yet confirmed
     app.switch_page("app_pages/data.py").run()
@@ -273,9 +273,13 @@ def test_uploaded_table_learns_its_domains_privately(app):
     next(b for b in app.button if b.label == "Apply to this column").click().run()
     assert any("Editing column 'answer' failed" in e.value for e in app.error)  # y/n
     labelled(app.selectbox, "Column to edit").set_value("age").run()
+    labelled(app.number_input, "Upper bound").set_value(99.0).run()
+    next(b for b in app.button if b.label == "Apply to this column").click().run()
+    assert "proposal" not in texts(app)  # a bound edited: the confirmation stands
     labelled(app.radio, "Kind").set_value("categorical").run()
     next(b for b in app.button if b.label == "Apply to this column").click().run()
-    assert "3 columns are proposals read from the table" in texts(app)  # confirmed anew
+    # re-read from the table: that column alone is a proposal again
+    assert "1 column is a proposal read from the table (age:" in texts(app)
     labelled(app.checkbox, "I have checked each column").check().run()
     app.switch_page(SYNTH).run()
     share = next(s for s in app.slider if "learning data-derived domains" in s.label)
@@ -670,7 +674,7 @@ def test_edit_a_column_on_the_data_page(app):
     assert described.loc["education_years", "kind"] == "categorical"
     assert "categories" in described.loc["education_years", "domain"]
     assert described.loc["education_years", "read from the data"]  # re-read: a proposal
-    assert "1 columns are proposals read from the table" in texts(app)
+    assert "1 column is a proposal read from the table (education_years" in texts(app)
     labelled(app.selectbox, "Column to edit").set_value("sex").run()
     labelled(app.radio, "Kind").set_value("numeric").run()
     next(b for b in app.button if b.label == "Apply to this column").click().run()
