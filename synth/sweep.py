@@ -46,7 +46,8 @@ class Preset:
 
 PRESETS = {
     "accuracy-vs-epsilon": Preset("Accuracy vs ε for all methods",
-                                  ("independent", "dpgan", "dpselect", "gsd"),
+                                  ("independent", "mst", "aim", "dpgan", "dpselect",
+                                   "gsd"),
                                   (0.5, 1.0, 2.0, 4.0, 8.0)),
     "gan-share": Preset("GAN share for DP-Select", ("dpselect",), (1.0, 4.0),
                         shares=(0.1, 0.2, 0.4, 0.6)),
