@@ -11,6 +11,8 @@ run (private sampling beyond 20 bits) is recorded as refused. Target: an estimat
 Writes benchmarks/results/estimates.json.
 
     python benchmarks/estimates.py [--methods gsd dpgan] [--tables adult census panel]
+
+A run of some methods or tables keeps the file's other runs (at the same ε).
 """
 
 from __future__ import annotations
@@ -102,9 +104,13 @@ def main() -> None:
         return
     from synth.methods import METHODS
 
-    rows = []
+    methods = args.methods or sorted(METHODS)
+    # the runs not asked for again are kept from the file: one method may be rerun
+    earlier = json.loads(args.out.read_text()) if args.out.exists() else {}
+    rows = [r for r in earlier.get("runs", []) if earlier.get("epsilon") == args.epsilon
+            and not (r["table"] in args.tables and r["method"] in methods)]
     for table in args.tables:
-        for method in args.methods or sorted(METHODS):
+        for method in methods:
             done = subprocess.run([sys.executable, __file__, "--job", method, table,
                                    "--epsilon", str(args.epsilon)], capture_output=True,
                                   text=True, cwd=REPO, env={**os.environ, "PYTHONPATH":
@@ -117,11 +123,14 @@ def main() -> None:
             print(f"{table:7} {method:17} estimate {row.get('estimate_s')} s, measured "
                   f"{row.get('measured_s', float('nan')):.1f} s: {row['verdict']}",
                   file=sys.stderr)
-    args.out.write_text(json.dumps({
+    rows.sort(key=lambda r: (TABLES.index(r["table"]), r["method"]))
+    tmp = args.out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                     "python": platform.python_version()},
         "epsilon": args.epsilon, "target": f"within {RATIO}×, or {SLACK:g} s under "
                                            f"{SHORT:g} s", "runs": rows}, indent=2) + "\n")
+    tmp.replace(args.out)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ point by at most 1; a unit of up to k rows moves k times that (``rows_per_unit``
   log2(1 + e/s); then the *lower end*, an edge at most the upper end hi scoring −(rows below
   e − T)₊ − λ·(d(hi) − d(e)), d signed (−log2(1 + |e|/s) below 0) and in octaves of the
   larger of s and hi, so it rises towards the data from below as the upper end falls towards
-  it from above, and a balance whose tail reaches −10,000 crosses 0 in a few octaves. λ =
+  it from above, and a balance whose tail reaches −10,000 crosses 0 in a few octaves; a
+  bound below 0 costs one octave more, so ages or hours cross 0 only on evidence. λ =
   max(κ/ε, n/200) rows an octave (2k·κ/ε for units of up to k rows, whose picks are not
   monotone): an end follows a tail an octave further only where the octave holds more than λ
   rows, and past the data each further octave is at least e^κ less likely. The scale is of
@@ -212,8 +213,11 @@ def grid_bounds(counts: np.ndarray, events: tuple[Exponential | None, Exponentia
     # crossing 0 cost many octaves of small numbers
     octaves_down = np.sign(edges) * np.log2(1 + np.abs(edges) / max(scale, edges[hi]))
     down = np.arange(hi + 1)
+    # a bound of the other sign costs one octave more: a column of ages or hours crosses 0
+    # only on evidence (it did so in one draw of seven without this), a balance's thousands
+    # of negative values pay it at once
     lo = pick(-np.maximum(below[down] - tolerated, 0)
-              - per_octave * (octaves_down[hi] - octaves_down[down]))
+              - per_octave * (octaves_down[hi] - octaves_down[down] + (edges[down] < 0)))
     if hi <= lo:  # one value everywhere: the next edge up makes an interval
         hi = min(lo + 1, len(edges) - 1)
     return float(edges[lo]), float(edges[hi])

@@ -58,8 +58,10 @@ PROJECT = "project"  # the event stage of the search (free post-processing)
 
 
 ROWS = 2000  # N' by default: enough for Adult's marginals (benchmarks/gsd.py)
-# the plan's cost model: seconds of a round's search over ROWS rows, per workload
-ROUND_SECONDS, WORKLOAD_BASE = 0.0087, 96
+# the plan's cost model: seconds of a round's search over ROWS rows, per workload, on Adult
+# at ε = 1; the search runs longer as the answers' signal (rows × ε) grows (_duration)
+ROUND_SECONDS, WORKLOAD_BASE = 0.0122, 96
+SIGNAL, SIGNAL_POWER, LEAST = 27_134, 0.4, 0.7
 
 
 def synthetic_rows(rows: int | None, n: int) -> int:
@@ -212,15 +214,19 @@ class GSD(Synthesizer):
 
     def _duration(self, population: Population, schema: Schema, budget: Budget) -> float:
         """Each round's genetic search over N' rows costs about as much as WORKLOAD_BASE
-        workloads plus one per workload: on 2 cores (benchmarks/estimates.py) 20 rounds of
-        2,000 rows took 33-38 s over Adult's 105 workloads, 24 s over the census sample's 78
-        and 20 s over the panel sample's 21."""
+        workloads plus one per workload, and runs more generations before it stops improving
+        the sharper the answers are: times (n·ε / SIGNAL)^0.4, at least 0.7. On 2 cores
+        (benchmarks/estimates.py, peers.py) Adult's 105 workloads took 40, 48, 114, 143 and
+        210 s at ε = 0.5, 1, 2, 4, 8 (20 rounds, then 30), the census sample's 78 took 24 s
+        at ε = 1 and 48 s at ε = 4, the panel sample's 21 took 22 and 26 s."""
         w, widest = plan_size([c.kind == CATEGORICAL for c in schema],
                               parse_classes(self.queries), int(self.levels),
                               int(self.random_queries))
-        rounds = self._plan(population, *budget.allowance(QUERIES), w, widest)[0]
+        epsilon, delta = budget.allowance(QUERIES)
+        rounds = self._plan(population, epsilon, delta, w, widest)[0]
         rows = synthetic_rows(self.rows, population.rows)
-        return ROUND_SECONDS * rounds * (WORKLOAD_BASE + w) * rows / ROWS
+        signal = max(LEAST, (population.rows * epsilon / SIGNAL) ** SIGNAL_POWER)
+        return ROUND_SECONDS * rounds * (WORKLOAD_BASE + w) * rows / ROWS * signal
 
     def _preview(self, population: Population, schema: Schema, budget: Budget
                  ) -> list[NoiseScale]:
