@@ -27,6 +27,7 @@ from synth.privacy.domains import (
     bounds_loss,
     column_events,
     domain_events,
+    fewest_present,
     keep_threshold,
     missing_origin,
     scale_miss,
@@ -276,6 +277,16 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
         elif max(loss, miss) > DOUBTFUL:
             doubts.append(f"{said} (95 % confidence; usually far less); public bounds avoid "
                           "the loss")
+    sparse = {c.name: fewest_present(column_events(schema, eps, delta, rows, k)[c.name]
+                                     .bounds[0], c.integer)
+              for c in bounded if c.missing == "indicator"}
+    sparse = {name: p for name, p in sparse.items() if p > DOUBTFUL * rows}
+    if sparse and not refusals:
+        doubts.append(f"the learned bounds of {_listed(list(sparse))} assume at least "
+                      f"{max(sparse.values()):,} of the {rows:,} rows have a value there (how "
+                      "many are blank is private): with fewer they may land far from the "
+                      "data; declare their bounds, set the missing policy to none for a "
+                      "column without blanks, or give the domain share more")
     if categorical and delta_c > 0:
         tau = keep_threshold(eps_c, delta_c, k)
         if tau > DOOMED * rows:

@@ -152,6 +152,10 @@ def test_a_plan_refuses_bounds_that_would_be_noise_and_doubts_lossy_ones():
     assert not doubted.refusals and "may cut off up to" in doubted.doubts[0]
     fine = planned(100_000, 4.0)
     assert not fine.refusals and not fine.doubts
+    # an auditor's finding: a column that may be blank finds its scale among the values
+    # present, which the plan cannot know; it says how many its figures need
+    sparse = planned(10_000, 0.5)
+    assert any("assume at least" in d and "have a value there" in d for d in sparse.doubts)
 
 
 def test_learn_domains_spends_the_domain_share_and_marks_columns_learned():

@@ -473,7 +473,7 @@ class Synthesizer:
         if isinstance(data, Chunks):
             return learn_domains(data.scan(ctx, DOMAIN, "reading the table to learn its "
                                            "domains under DP"), schema, self.ledger_,
-                                 rows), data
+                                 rows, rows_per_unit=k), data
         ctx.stage(DOMAIN, len(schema.to_learn),
                   "learning data-derived domains under DP")
         learned = learn_domains(data, schema, self.ledger_, rows,

@@ -139,21 +139,34 @@ def bounds_events(epsilon: float, rows: int, integer: bool, missing: bool = Fals
 
 
 def scale_need(rows: int, integer: bool, rows_per_unit: int = 1) -> float:
-    """The ε that keeps the scale off every octave without values but with probability β,
-    whatever the data: the median magnitude's octave has depth ≥ n/2, an empty one 0, and
-    the pick is not monotone (exponent ε·s/2), so m·e^(−ε·n/(4k)) ≤ β (:func:`scale_miss`);
-    the depth moves by k for a unit of k rows, so k times the ε lands it as surely."""
+    """The ε that keeps the scale off every octave beyond all the values but with
+    probability β, whatever the data: the median magnitude's octave has depth ≥ n/2, one
+    beyond the values 0, and the pick is not monotone (exponent ε·s/2), so
+    m·e^(−ε·n/(4k)) ≤ β (:func:`scale_miss`); the depth moves by k for a unit of k rows, so
+    k times the ε lands it as surely. (An empty octave between two clusters of values may
+    be deep, and harmless: the ends still find both.)"""
     return 4 * rows_per_unit * math.log((len(octaves(integer)) - 1) / SCALE_BETA) / rows
 
 
 def scale_miss(event: Exponential | None, rows: int, integer: bool) -> float:
-    """At most the chance that the scale lands on an octave holding none of the ``rows``
-    values (a union bound over the m octaves, for the worst data: depth n/2 at best); a
-    scale far above the data lets the ends wander far from it. 0 for a public scale."""
+    """At most the chance that the scale lands on an octave beyond all of ``rows`` values (a
+    union bound over the m octaves, for the worst data: depth n/2 at best); a scale far
+    above the data lets the ends wander far from it. 0 for a public scale. With blanks, n
+    is the values present: see :func:`fewest_present`."""
     if event is None:
         return 0.0
     exponent = event.epsilon * rows / (4 * event.sensitivity)
     return min(1.0, (len(octaves(integer)) - 1) * math.exp(-exponent))
+
+
+def fewest_present(event: Exponential | None, integer: bool) -> int:
+    """The fewest values a column that may be blank must have present for its scale to miss
+    them with probability at most β (:func:`scale_need` solved for n): how many are present
+    is private, so a plan can only state this. 0 for a public scale."""
+    if event is None:
+        return 0
+    return math.ceil(4 * event.sensitivity * math.log((len(octaves(integer)) - 1)
+                                                      / SCALE_BETA) / event.epsilon)
 
 
 @functools.lru_cache(maxsize=2)
