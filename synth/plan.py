@@ -282,10 +282,12 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
               for c in bounded if c.missing == "indicator"}
     sparse = {name: p for name, p in sparse.items() if p > DOUBTFUL * rows}
     if sparse and not refusals:
+        need = max(sparse.values())
         doubts.append(f"the learned bounds of {_listed(list(sparse))} assume at least "
-                      f"{max(sparse.values()):,} of the {rows:,} rows have a value there (how "
-                      "many are blank is private): with fewer they may land far from the "
-                      "data; declare their bounds, set the missing policy to none for a "
+                      f"{need:,} " + (f"of the {rows:,} rows have a value there" if need <= rows
+                                      else f"values, more than the table's {rows:,} rows") +
+                      " (how many are blank is private): with fewer they may land far from "
+                      "the data; declare their bounds, set the missing policy to none for a "
                       "column without blanks, or give the domain share more")
     if categorical and delta_c > 0:
         tau = keep_threshold(eps_c, delta_c, k)

@@ -528,6 +528,9 @@ def edit_column(col: Column, values: pd.Series, kind: str, *, lower: Any = None,
     elif kind != col.kind and kind == DATETIME:
         col = _as_dates(col, values, date_fields.get("input_format"),
                         date_fields.get("granularity"), date_fields.get("timezone"))
+        # what was proposed stands where a field was left blank (a column switched back to
+        # dates from a category has no format in the page's box)
+        date_fields = {k: v for k, v in date_fields.items() if v is not None}
     elif kind != col.kind:
         present = values[(category_values(values) != MISSING).to_numpy()]
         numbers = _numbers(present)
@@ -669,7 +672,10 @@ def _infer_column(name: str, values: pd.Series | np.ndarray, max_codes: int,
         bool(words) and any(words <= w for w in _BOOL_WORDS))
     integer = as_number is not None and bool(np.all(as_number == np.round(as_number)))
     if as_number is not None and not is_bool and not (integer and distinct <= max_codes):
-        if identifier and integer:  # real-valued columns are nearly unique by nature
+        # real-valued columns are nearly unique by nature, and so are whole numbers spread
+        # wide (balances, or ages on a 30-row table): an identifier is a dense run of numbers
+        dense = integer and as_number.max() - as_number.min() < 2 * distinct
+        if identifier and dense:
             flags.append(id_flag)
         if n_missing:
             flags.append(f"{n_missing} missing values ({n_missing / len(values):.1%}): "
@@ -692,9 +698,9 @@ def _infer_column(name: str, values: pd.Series | np.ndarray, max_codes: int,
                       flags=(*flags, *proposal.flags))
     typos = None if as_number is not None or is_bool else dates.undated(present)
     if typos is not None:
-        flags.append(f"mostly dates, but {typos} of its {distinct} distinct values do not look "
-                     "like one: correct them in the file or leave them blank, then read it as "
-                     "a date (kind datetime)")
+        flags.append(f"mostly dates, but {typos:,} of its {distinct:,} distinct values do not "
+                     "look like one: correct them in the file or leave them blank, then read "
+                     "it as a date (kind datetime)")
     example = None if as_number is not None else numbers_as_text(present)
     if example is not None:
         flags.append(f"numbers stored as text (e.g. {example!r}): read them as numbers (the "

@@ -252,6 +252,15 @@ def test_unique_id_column_is_flagged():
     assert any("identifier-like: 100%" in f for f in schema["id"].flags)
     assert any("identifier-like" in f for f in schema["num_id"].flags)
     assert not schema["b"].flags
+    # a steward's walk: on a 30-row table, ages and balances are nearly all distinct too,
+    # but spread wide, not a dense run of numbers: measurements, not identifiers
+    rng = np.random.default_rng(0)
+    small = pd.DataFrame({"age": rng.choice(np.arange(18, 90), 30, replace=False),
+                          "balance": rng.choice(np.arange(-5000, 50_000), 30, replace=False),
+                          "id": np.arange(1000, 1030)})
+    flagged = infer_schema(small)
+    assert not flagged["age"].flags and not flagged["balance"].flags
+    assert any("identifier-like" in f for f in flagged["id"].flags)
 
 
 def test_target_missing_from_table():

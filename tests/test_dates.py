@@ -107,6 +107,12 @@ def test_inference_proposes_dates_and_flags_an_ambiguous_day_month_order():
     # zoned values in a column switched to naive are refused when the edit is applied
     with pytest.raises(SchemaError, match=r"'stamp': 2 of its 3 present values carry a time "):
         edit_column(schema["stamp"], table["stamp"], DATETIME, timezone="naive")
+    # switched to a category and back with the page's blank format box: read as proposed
+    dmy = schema["dmy"]
+    again = edit_column(edit_column(dmy, table["dmy"], "categorical"), table["dmy"], DATETIME,
+                        input_format=None, origin=None, format=None)
+    assert again.input_format == "%d/%m/%Y" and (again.lower, again.upper) == (dmy.lower,
+                                                                               dmy.upper)
     # keeping the proposed order on the Data page is the steward's choice: the flag goes
     either = schema["either"]
     kept = edit_column(either, table["either"], DATETIME, input_format=either.input_format)
@@ -230,7 +236,7 @@ def test_a_public_date_range_is_the_only_range_released():
 def test_learned_date_bounds_count_from_a_public_origin():
     table = signups(3000)
     schema = infer_schema(table).confirm().declare_public(["plan", "age"])
-    with pytest.raises(SchemaError, match=r"datetime columns \['signup_date'\] have bounds to "
+    with pytest.raises(SchemaError, match=r"date columns 'signup_date' have bounds to "
                                           "learn privately.*origin"):
         make("independent").fit(table, schema, Budget(4.0, 1e-5))
     anchored = schema.replace_column(replace(schema["signup_date"], origin="2019-07-01"))

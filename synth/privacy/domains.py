@@ -431,7 +431,8 @@ def _origin(col: Column) -> float:
 
 def missing_origin(names: Sequence[str]) -> str:
     """The refusal of date columns whose bounds are to be learned but have no origin."""
-    return (f"datetime columns {list(names)[:6]} have bounds to learn privately, which are "
+    shown = ", ".join(repr(n) for n in list(names)[:6]) + ("…" if len(names) > 6 else "")
+    return (f"date columns {shown} have bounds to learn privately, which are "
             "sought outward from a public origin: declare one (origin, a date near the data "
             "that is known without looking at it, such as the start of the collection), or "
             "declare the bounds public")
