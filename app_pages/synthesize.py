@@ -130,10 +130,13 @@ elif layout.scheduler() is not None and ds.where:
 
 
 def about(seconds: float) -> str:
-    """A duration as a person would say it: 20 s, 3 min."""
+    """A duration as a person would say it: about 20 s, about 3 min, a few seconds (the
+    plan's own figure, not rounded up to 5 s)."""
+    if seconds < 5:
+        return "a few seconds"
     if seconds < 90:
-        return f"{max(5, round(seconds / 5) * 5):.0f} s"
-    return f"{round(seconds / 60):.0f} min"
+        return f"about {round(seconds / 5) * 5:.0f} s"
+    return f"about {round(seconds / 60):.0f} min"
 
 
 @st.cache_data(show_spinner="Working out the noise…", max_entries=64)
@@ -184,7 +187,7 @@ with state.guard("Planning the budget"):
     st.caption(f"Worked out from the schema and {counted} only: nothing is spent.")
     seconds = planned.plan.seconds
     if seconds is not None:
-        st.info(f"Expected to take about {about(seconds)} on 2 cores (the benchmarks' machine; "
+        st.info(f"Expected to take {about(seconds)} on 2 cores (the benchmarks' machine; "
                 "longer on a busy one). The run shows its progress as it goes.",
                 icon=":material/schedule:")
     if planned.plan.charges:

@@ -277,9 +277,9 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
         elif max(loss, miss) > DOUBTFUL:
             doubts.append(f"{said} (95 % confidence; usually far less); public bounds avoid "
                           "the loss")
-    sparse = {c.name: fewest_present(column_events(schema, eps, delta, rows, k)[c.name]
-                                     .bounds[0], c.integer)
-              for c in bounded if c.missing == "indicator"}
+    plans = column_events(schema, eps, delta, rows, k)
+    sparse = {c.name: fewest_present(plans[c.name].bounds[0], c.integer) for c in bounded
+              if c.missing == "indicator"}  # figures that count every row as a value
     sparse = {name: p for name, p in sparse.items() if p > DOUBTFUL * rows}
     if sparse and not refusals:
         need = max(sparse.values())

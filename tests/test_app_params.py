@@ -38,6 +38,9 @@ def test_dpselect_shows_engine_as_a_choice_and_hides_the_rest(page):
     assert engine.label == "Selection engine" and "DP simple GA" in engine.help
     assert any("Gaussian, zCDP" in m.value for m in page.markdown)  # the measurements' σ
     assert any("Expected to take about" in box.value for box in page.info)  # before a run
+    page.selectbox[0].set_value("independent").run()  # a second or so: not rounded up to 5 s
+    assert any("Expected to take a few seconds" in box.value for box in page.info)
+    page.selectbox[0].set_value("dpselect").run()
     inside = widgets(advanced(page))
     assert set(widgets(page)) - set(inside) == {"engine", "pool_multiplier", "epochs"}
     assert inside["distance"].options == list(DISTANCES)  # a select box, not free text

@@ -71,7 +71,7 @@ SPREAD_COST = 6.0  # κ: an end one octave (of the scale) further is e^κ less l
 SPREAD_ROWS = 5e-3  # …and worth this share of the rows, when that is more than κ/ε rows
 TOLERATED = 5e-3  # the share of the rows each end may cut off at no cost
 SCALE_MOST = 0.3  # the most of a column's ε its scale takes
-SCALE_BETA = 1e-3  # the scale's chance of landing on an octave without values
+SCALE_BETA = 1e-3  # the scale's chance of landing on an octave beyond all values
 BLANKS_SHARE = 0.25  # of a number's part, for its blank count when its bounds are learned too
 BLANKS_SCALES = 3.0  # a noisy blank count under this many Laplace scales says there are none
 
@@ -145,7 +145,7 @@ def scale_need(rows: int, integer: bool, rows_per_unit: int = 1) -> float:
     m·e^(−ε·n/(4k)) ≤ β (:func:`scale_miss`); the depth moves by k for a unit of k rows, so
     k times the ε lands it as surely. (An empty octave between two clusters of values may
     be deep, and harmless: the ends still find both.)"""
-    return 4 * rows_per_unit * math.log((len(octaves(integer)) - 1) / SCALE_BETA) / rows
+    return rows_per_unit * _landing(integer) / rows
 
 
 def scale_miss(event: Exponential | None, rows: int, integer: bool) -> float:
@@ -163,10 +163,13 @@ def fewest_present(event: Exponential | None, integer: bool) -> int:
     """The fewest values a column that may be blank must have present for its scale to miss
     them with probability at most β (:func:`scale_need` solved for n): how many are present
     is private, so a plan can only state this. 0 for a public scale."""
-    if event is None:
-        return 0
-    return math.ceil(4 * event.sensitivity * math.log((len(octaves(integer)) - 1)
-                                                      / SCALE_BETA) / event.epsilon)
+    return 0 if event is None else math.ceil(event.sensitivity * _landing(integer)
+                                             / event.epsilon)
+
+
+def _landing(integer: bool) -> float:
+    """ε·n/k at which the scale misses the data with probability β: 4·ln(m/β)."""
+    return 4 * math.log((len(octaves(integer)) - 1) / SCALE_BETA)
 
 
 @functools.lru_cache(maxsize=2)
