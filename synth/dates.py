@@ -320,7 +320,7 @@ def propose(present: np.ndarray | pd.Series, dtype: Any) -> Proposal | None:
     if all(_ISO_TEXT.match(t) for t in texts):
         month = all(_MONTH_TEXT.match(t) for t in texts)
         return _proposal(values, None, zone, (), month=month)
-    fits = [f for f in _CANDIDATES if _all_read(texts, f)]
+    fits = [f for f in _CANDIDATES if _unread(texts, f) == 0]
     if not fits:
         return None
     chosen, flags = fits[0], ()
@@ -340,16 +340,15 @@ def undated(present: np.ndarray | pd.Series, most: float = 0.9) -> int | None:
              if isinstance(v, str)]
     if not texts or sum(bool(_DATEISH.match(t)) for t in texts) < most * len(texts):
         return None
-    series = pd.Series(texts, dtype=object)
-    bad = min(int(pd.to_datetime(series, format=fmt, errors="coerce", utc=True).isna().sum())
-              for fmt in (ISO, *_CANDIDATES))
+    bad = min(_unread(texts, fmt) for fmt in (ISO, *_CANDIDATES))
     return bad if 0 < bad <= (1 - most) * len(texts) else None
 
 
-def _all_read(texts: list[str], fmt: str) -> bool:
+def _unread(texts: list[str], fmt: str) -> int:
+    """How many of ``texts`` do not read as dates in ``fmt``."""
     read = pd.to_datetime(pd.Series(texts, dtype=object), format=fmt, errors="coerce",
                           utc=True)
-    return bool(read.notna().all())
+    return int(read.isna().sum())
 
 
 def _proposal(values: pd.Series, fmt: str | None, zone: str, flags: tuple[str, ...],

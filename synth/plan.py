@@ -253,15 +253,14 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
         refusals.append(BudgetError(f"columns {categorical[:6]}: learning categories "
                                     "privately needs δ > 0 in the domain share"))
     if bounded:
-        def loss_at(epsilon: float) -> float:  # the worst column's, at the domain share's ε
+        def risk_at(epsilon: float) -> tuple[float, float]:
+            """The worst column's (share a bound may cut off, chance its scale misses the
+            data), at the domain share's ``epsilon``."""
             plans = column_events(schema, epsilon, delta, rows, k)
-            return max(bounds_loss(plans[c.name].bounds, rows, c.integer) for c in bounded)
+            return (max(bounds_loss(plans[c.name].bounds, rows, c.integer) for c in bounded),
+                    max(scale_miss(plans[c.name].bounds[0], rows, c.integer) for c in bounded))
 
-        def miss_at(epsilon: float) -> float:
-            plans = column_events(schema, epsilon, delta, rows, k)
-            return max(scale_miss(plans[c.name].bounds[0], rows, c.integer) for c in bounded)
-
-        loss, miss = loss_at(eps), miss_at(eps)
+        loss, miss = risk_at(eps)
         said = (f"the bounds of {_listed([c.name for c in bounded])} are learned privately: "
                 f"with the domain share's ε = {eps:.3g} split over {len(todo)} columns, a "
                 f"bound may cut off up to {loss:.0%} of the {rows:,} rows at each end")
@@ -269,7 +268,7 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
             said += (f", and the scale they are sought in may land where no values are (a "
                      f"chance of up to {miss:.0%}), which would put them far from the data")
         if max(loss, miss) >= DOOMED:
-            possible, likely = (_advice(budget, lambda e: max(loss_at(e), miss_at(e)), part)
+            possible, likely = (_advice(budget, lambda e: max(risk_at(e)), part)
                                 for part in (DOOMED, DOUBTFUL))
             refusals.append(BudgetError(
                 f"{said}, so the bounds would be noise: declare their bounds public, leave "
@@ -277,18 +276,19 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
         elif max(loss, miss) > DOUBTFUL:
             doubts.append(f"{said} (95 % confidence; usually far less); public bounds avoid "
                           "the loss")
-    plans = column_events(schema, eps, delta, rows, k)
-    sparse = {c.name: fewest_present(plans[c.name].bounds[0], c.integer) for c in bounded
-              if c.missing == "indicator"}  # figures that count every row as a value
-    sparse = {name: p for name, p in sparse.items() if p > DOUBTFUL * rows}
-    if sparse and not refusals:
-        need = max(sparse.values())
-        doubts.append(f"the learned bounds of {_listed(list(sparse))} assume at least "
-                      f"{need:,} " + (f"of the {rows:,} rows have a value there" if need <= rows
-                                      else f"values, more than the table's {rows:,} rows") +
-                      " (how many are blank is private): with fewer they may land far from "
-                      "the data; declare their bounds, set the missing policy to none for a "
-                      "column without blanks, or give the domain share more")
+        plans = column_events(schema, eps, delta, rows, k)
+        sparse = {c.name: fewest_present(plans[c.name].bounds[0], c.integer) for c in bounded
+                  if c.missing == "indicator"}  # figures that count every row as a value
+        sparse = {name: p for name, p in sparse.items() if p > DOUBTFUL * rows}
+        if sparse and not refusals:
+            need = max(sparse.values())
+            doubts.append(
+                f"the learned bounds of {_listed(list(sparse))} assume at least {need:,} "
+                + (f"of the {rows:,} rows have a value there" if need <= rows
+                   else f"values, more than the table's {rows:,} rows")
+                + " (how many are blank is private): with fewer they may land far from the "
+                "data; declare their bounds, set the missing policy to none for a column "
+                "without blanks, or give the domain share more")
     if categorical and delta_c > 0:
         tau = keep_threshold(eps_c, delta_c, k)
         if tau > DOOMED * rows:

@@ -104,7 +104,7 @@ def test_the_checklist_reports_folded_categories_clipping_and_rows():
 
 
 def test_the_checklist_warns_when_learned_bounds_overshoot_the_data():
-    """A learned interval far past the data (a middle or an end the mechanism put there)
+    """A learned interval far past the data (a scale or an end the mechanism put there)
     releases values no record is near: the steward is told, by share, not by value."""
     real = pd.DataFrame({"age": np.arange(20, 80)})
     learned = Schema((Column("age", "numeric", -215, 3_234_251, integer=True, learned=True),))

@@ -380,7 +380,7 @@ def column_events(schema: Schema, epsilon: float, delta: float, rows: int,
         plans[c.name] = Learning(
             bounds=None if c.releasable else bounds_events(
                 eps - blanks, rows, c.integer, c.missing == "indicator", k,
-                anchored=c.kind == DATETIME),
+                anchored=_year(c) is not None),
             blanks=Laplace(k / blanks, float(k)) if blanks else None)
     return plans
 
@@ -407,9 +407,7 @@ def _learn(col: Column, counts: pd.Series | tuple[np.ndarray, int], plan: Learni
         ledger.charge(stage, ends, f"the bounds of {col.name!r}: the upper end, then the "
                                    "lower")
         lo, hi = grid_bounds(grid_part, plan.bounds, rows, col.integer,
-                             col.missing == "indicator",
-                             UNITS_PER_YEAR[col.granularity or "day"]
-                             if col.kind == DATETIME else 1.0)
+                             col.missing == "indicator", _year(col) or 1.0)
         lo, hi = lo + _origin(col), hi + _origin(col)
         fill = col.fill_value
         if fill is not None:
@@ -419,6 +417,12 @@ def _learn(col: Column, counts: pd.Series | tuple[np.ndarray, int], plan: Learni
         ledger.charge(stage, plan.blanks, f"how many values of {col.name!r} are missing")
         col = replace(col, blanks=has_blanks(blanks, plan.blanks))
     return replace(col, learned=True)
+
+
+def _year(col: Column) -> float | None:
+    """A date's public scale, a year of its units (its octaves count years from its
+    origin); None for a number, whose scale is learned."""
+    return UNITS_PER_YEAR[col.granularity] if col.kind == DATETIME else None
 
 
 def _origin(col: Column) -> float:
