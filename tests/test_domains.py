@@ -99,9 +99,9 @@ def test_bounds_events_share_the_columns_epsilon_and_are_monotone_for_records():
     # the scale takes what lands it among the data (less for more rows), at most 30 %
     assert bounds_events(0.05, 200_000, True)[0].epsilon < scale.epsilon <= 0.3 * 0.05
     assert bounds_events(0.05, 200_000, True, missing=True)[0].epsilon == pytest.approx(0.015)
-    # with what it needs, its chance of an octave without values is β = 1e-3
+    # with what it needs, its chance of an octave without values is β = 1e-6
     need = scale_need(200_000, True)
-    assert scale_miss(Exponential(need, 1.0), 200_000, True) == pytest.approx(1e-3)
+    assert scale_miss(Exponential(need, 1.0), 200_000, True) == pytest.approx(1e-6)
     # a date's scale is public (a year of its units): its ends take the whole ε
     public, ends = bounds_events(0.05, 5000, integer=True, anchored=True)
     assert public is None and ends.count * ends.epsilon == pytest.approx(0.05)
