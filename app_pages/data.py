@@ -11,7 +11,7 @@ from synth.dates import GRANULARITIES, TIMEZONES
 from synth.declarations import published, round_bounds, warnings
 from synth.errors import SynthError
 from synth.privacy.domains import missing_origin
-from synth.privacy.unit import PrivacyUnit, population
+from synth.privacy.unit import PrivacyUnit, kept_rows, population
 from synth.schema import (
     CATEGORICAL,
     DATETIME,
@@ -32,6 +32,8 @@ st.caption("Everything on this page shows the private table: it is for your eyes
 
 st.subheader(f"{ds.name}: {counted(len(ds.table), 'row')}")
 st.dataframe(ds.table.head(200), width="stretch", height=260)
+if ds.fragile:
+    st.caption(f"Its privacy account: {ds.fragile}.")
 
 
 def matching(schema: Schema, table: pd.DataFrame) -> Schema:
@@ -231,9 +233,9 @@ except SynthError as exc:  # no run may fall back to protecting rows: they wait 
 else:
     ds.unit, ds.unit_problem = unit, ""
     if unit.declared:
-        st.caption(f"{people.units:,} people; at most {unit.max_rows} rows each keeps about "
-                   f"{people.rows:,} of the {len(ds.table):,} rows (for you: the release says "
-                   "neither number exactly).")
+        st.caption(f"{people.units:,} people; at most {unit.max_rows} rows each keeps "
+                   f"{kept_rows(ds.table, unit):,} of the {len(ds.table):,} rows (for you: "
+                   "plans and releases never show how many rows are kept).")
         most = int(ds.table[unit.column].value_counts().max())
         if unit.max_rows > most:
             st.warning(f"No one has more than {most} rows here, so k = {unit.max_rows} keeps "

@@ -182,8 +182,8 @@ with state.guard("Planning the budget"):
         st.markdown(f"**{scale.stage}** · {scale.mechanism} · `{scale.scale}`  \n"
                     f"{scale.meaning}")
     counted = (f"the row count ({rows:,})" if not ds.unit.declared else
-               f"{people.units:,} people and the {people.rows:,} rows kept at k = "
-               f"{ds.unit.max_rows} (the run estimates the latter privately)")
+               f"{people.units:,} people of up to {ds.unit.max_rows} rows each (how many "
+               "rows bounding keeps is private: the run estimates it)")
     st.caption(f"Worked out from the schema and {counted} only: nothing is spent.")
     seconds = planned.plan.seconds
     if seconds is not None:
@@ -213,8 +213,8 @@ if planned is not None and ds.unit.declared:
             them = population(state.split(ds, schema, holdout)[0], unit)
             trial = runs.Run(method, schema, epsilon, delta, params, shares_given, seed,
                              rows=them, unit=unit)
-            st.caption(f"At k = {other} the run would use {them.rows:,} of the rows "
-                       f"(against {people.rows:,} at k = {ds.unit.max_rows}).")
+            st.caption(f"At k = {other} the run would use up to {them.rows:,} rows "
+                       f"(against up to {people.rows:,} at k = {ds.unit.max_rows}).")
             for scale in noise_preview(method, json.dumps(trial.model.get_params()), them,
                                        json.dumps(schema.to_dict()), epsilon, delta,
                                        json.dumps(trial.budget.shares), unit):

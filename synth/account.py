@@ -41,7 +41,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from synth.data import fingerprint
+from synth.data import fingerprint, former_fingerprint
 from synth.errors import AccountError, BudgetError, check_delta, check_epsilon
 from synth.privacy.unit import PrivacyUnit
 
@@ -131,10 +131,30 @@ class Store:
                                f"({reason}); free space there or set SYNTH_HOME to a writable "
                                "folder: nothing was run or spent") from None
 
-    def key(self, fingerprint: str) -> str:
-        """The account's key for a table's fingerprint: an HMAC under this store's secret."""
+    def key(self, fingerprint: str, former: str | None = None) -> str:
+        """The account's key for a table's fingerprint: an HMAC under this store's secret.
+        An account kept under the table's ``former`` fingerprint
+        (:func:`synth.data.former_fingerprint`) moves to it, its charges and its limit (the
+        stricter, if both have one), so no spending is lost."""
         with self._failing("written"):
-            return self._key(fingerprint)
+            key = self._key(fingerprint)
+        if former is not None:
+            self._move(self._key(former), key)
+        return key
+
+    def _move(self, old: str, new: str) -> None:
+        with self._transaction() as db:
+            found = db.execute("SELECT name, limit_epsilon, limit_delta FROM tables WHERE "
+                               "key = ?", (old,)).fetchone()
+            if found is None or old == new:
+                return
+            _ensure(db, new, found[0])
+            db.execute("UPDATE charges SET key = ? WHERE key = ?", (new, old))
+            for i, column in ((1, "limit_epsilon"), (2, "limit_delta")):
+                if found[i] is not None:  # the stricter limit holds
+                    db.execute(f"UPDATE tables SET {column} = MIN(COALESCE({column}, ?), ?) "
+                               "WHERE key = ?", (found[i], found[i], new))
+            db.execute("DELETE FROM tables WHERE key = ?", (old,))
 
     def _key(self, fingerprint: str) -> str:
         secret = self.path.with_name(self.path.name + ".secret")
@@ -251,7 +271,7 @@ class TableAccount:
     @classmethod
     def of(cls, table: pd.DataFrame, name: str, store: Store | None = None) -> TableAccount:
         store = store or Store()
-        return cls(store, store.key(fingerprint(table)), name)
+        return cls(store, store.key(fingerprint(table), former_fingerprint(table)), name)
 
     def usage(self) -> Usage:
         return self.store.usage(self.key) or Usage(self.key, self.name, 0.0, 0.0, 0, 0, None,

@@ -26,7 +26,14 @@ from pathlib import Path
 from synth import declarations, runs
 from synth.account import COMPOSITION, Store, TableAccount, Usage
 from synth.checklist import release_checklist
-from synth.data import DEFAULT_MAX_BYTES, fingerprint, human_bytes, read_table
+from synth.data import (
+    DEFAULT_MAX_BYTES,
+    fingerprint,
+    former_fingerprint,
+    fragile_numbers,
+    human_bytes,
+    read_table,
+)
 from synth.errors import Cancelled, DataError, ParameterError, SynthError, check_positive
 from synth.methods import METHODS, FitContext, Progress, Spent, StageStarted, parse_settings
 from synth.methods.base import check_rows
@@ -110,10 +117,15 @@ def cmd_schema_confirm(args: argparse.Namespace) -> int:
     schema = Schema.load(args.schema)
     table = read_table(args.data, max_bytes=args.max_bytes, encoding=args.encoding)
     public = [n.strip() for item in args.public or [] for n in item.split(",") if n.strip()]
-    if public == ["all"]:
-        public = schema.names
-    elif public == ["categories"]:  # a codebook of the categories: bounds learned privately
-        public = [c.name for c in schema if c.kind == CATEGORICAL]
+    if public in (["all"], ["categories"]):  # a codebook of all, or of the categories alone
+        word = public[0]
+        public, skipped = declarations.shortcut(schema, table, [
+            c.name for c in schema if word == "all" or c.kind == CATEGORICAL])
+        for name, why in skipped.items():
+            print(f"warning: --public {word} leaves {name!r} undeclared ({why}): a shortcut "
+                  "never publishes identifiers, numbers read as text or near-unique "
+                  f"categories; name it (--public {name}) to declare it deliberately, or "
+                  "delete it from the schema's columns to leave it out", file=sys.stderr)
     newly = [n for n in public if n in schema.names and not schema[n].public]
     schema = schema.confirm().declare_public([c.name for c in schema if c.public] + public)
     if args.nice:
@@ -151,6 +163,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                        else args.max_rows_per_unit)
     people = table_population(table, unit)  # a bad unit column is refused here
     delta = args.delta if args.delta is not None else default_delta(people.units)
+    fragile = "" if isinstance(table, TableFile) else fragile_numbers(table)
+    if fragile:
+        print(f"caution: {fragile}", file=sys.stderr)
     run = runs.Run(args.method, schema, args.epsilon, delta, params, shares,
                    args.postprocessing_seed, TableAccount.of(table, Path(args.data).name),
                    rows=people, unit=unit, store=RunStore())
@@ -169,7 +184,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"removed {path}: a temporary file left by an earlier run that stopped while "
               "writing", file=sys.stderr)
     bars = _Bars(args.quiet)
-    released = False
+    record = None
     try:
         record = run(table, schema, ctx=FitContext(
             postprocessing_seed=args.postprocessing_seed, on_event=bars), rows=args.rows,
@@ -177,11 +192,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         bars.close()
         writer.write(record.release)
         ledger = record.release.ledger
-        released = True
     except BaseException as exc:  # whatever stopped it: say what was spent, release nothing
         bars.close()
-        if not released:
-            _stopped(run, writer, args.ledger, exc)
+        if record is None:
+            _stopped(run, writer, args.ledger, exc, schema.names)
+        elif run.entry is not None:  # finished and kept: only these copies were stopped
+            print(f"the run finished and is kept in the run store (synth runs show "
+                  f"{run.entry.id}); writing {args.out} and {args.ledger} was stopped",
+                  file=sys.stderr)
         raise
     finally:
         writer.abort()
@@ -231,10 +249,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stopped(run: runs.Run, writer: ReleaseWriter, ledger: Path, exc: BaseException) -> None:
+def _stopped(run: runs.Run, writer: ReleaseWriter, ledger: Path, exc: BaseException,
+             names: list[str]) -> None:
     """A run that stopped after spending: put its ledger in place (what ran, nothing
     released) and say what was spent."""
-    release = run.stopped(exc)
+    release = run.stopped(exc, names)
     if release is None:
         return
     try:
@@ -431,9 +450,12 @@ def cmd_account(args: argparse.Namespace) -> int:
     store = Store()
     if args.action == "limit":
         table = open_table(args.data, args.max_bytes, args.encoding)
-        usage = store.set_limit(store.key(fingerprint(table)), Path(args.data).name,
-                                args.epsilon, args.delta)
+        usage = store.set_limit(store.key(fingerprint(table), former_fingerprint(table)),
+                                Path(args.data).name, args.epsilon, args.delta)
         print(_usage_line(usage))
+        fragile = "" if isinstance(table, TableFile) else fragile_numbers(table)
+        if fragile:
+            print(f"note: {fragile}", file=sys.stderr)
         return 0
     tables = store.tables()
     print(f"{len(tables)} table(s) in {store.path}; {COMPOSITION}")

@@ -49,19 +49,105 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
 
 def fingerprint(table: pd.DataFrame | Iterable[pd.DataFrame], row_order: bool = False) -> str:
     """A fingerprint of the table's people: SHA-256 over its rows' hashes, sorted (unless
-    ``row_order``), with the columns in name order, so neither changes it. The same values
-    read as other types (37 and 37.0) give another fingerprint. Which table a privacy account
-    or a kept result (a sweep: ``row_order``, as its split depends on it) belongs to. A table
-    given in chunks (a :class:`synth.source.TableFile`) has the fingerprint of their whole."""
+    ``row_order``), with the columns in name order, so neither changes it. Each cell is
+    hashed in a canonical form (:func:`canonical`), so a CSV, its Parquet copy and a
+    workbook of the same rows share it (37, 37.0 and "37" alike). Which table a privacy
+    account or a kept result (a sweep: ``row_order``, as its split depends on it) belongs
+    to. A table given in chunks (a :class:`synth.source.TableFile`) has the fingerprint of
+    their whole."""
+    return _fingerprint(table, row_order, lambda frame: pd.DataFrame(
+        {i: canonical(frame.iloc[:, i]) for i in range(frame.shape[1])}))
+
+
+def fragile_numbers(table: pd.DataFrame) -> str:
+    """Why a copy of ``table`` in another format may not share its account, or "": numbers
+    with more than 15 significant digits, which a spreadsheet (Excel keeps 15) writes
+    otherwise, so the copy is another table to :func:`fingerprint`. Named where a limit is
+    set and where such a table is opened."""
+    names = []
+    for name in table.columns:
+        values = table[name]
+        numbers = (values.to_numpy(dtype=float, na_value=np.nan)
+                   if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(
+                       values) else pd.to_numeric(values, errors="coerce").to_numpy(dtype=float))
+        numbers = numbers[np.isfinite(numbers)]
+        if len(numbers) and np.any(np.array([float(f"{v:.15g}") for v in
+                                             np.unique(numbers)]) != np.unique(numbers)):
+            names.append(str(name))
+    if not names:
+        return ""
+    shown = ", ".join(repr(n) for n in names[:6]) + ("…" if len(names) > 6 else "")
+    return (f"columns {shown} hold numbers of more than 15 significant digits: a copy saved "
+            "by a program that keeps 15 (a spreadsheet) is another table with an account of "
+            "its own, so set its limit there too (a CSV or Parquet copy shares this one)")
+
+
+def former_fingerprint(table: pd.DataFrame | Iterable[pd.DataFrame]) -> str:
+    """The fingerprint accounts were kept under before cells were hashed canonically (by
+    pandas' types: 37 and 37.0 apart): an account found under it is moved to
+    :func:`fingerprint`'s, so no spending is lost."""
+    return _fingerprint(table, False, lambda frame: frame)
+
+
+def _fingerprint(table: pd.DataFrame | Iterable[pd.DataFrame], row_order: bool,
+                 cells) -> str:
     frames = [table] if isinstance(table, pd.DataFrame) else table
     names, hashes = None, []
     for frame in frames:
         ordered = frame[sorted(frame.columns, key=str)]
         names = "\x1f".join(map(str, ordered.columns)).encode()
-        hashes.append(pd.util.hash_pandas_object(ordered, index=False).to_numpy())
+        hashes.append(pd.util.hash_pandas_object(cells(ordered), index=False).to_numpy())
     rows = np.concatenate(hashes) if hashes else np.zeros(0, dtype=np.uint64)
     rows = rows if row_order else np.sort(rows)
     return hashlib.sha256((names or b"") + b"\x1e" + rows.tobytes()).hexdigest()
+
+
+_MIDNIGHT = r"^(\d{4}-\d{2}-\d{2})[T ]00:00(?::00)?$"  # a date alone, written as a timestamp
+_STAMP = r"^(\d{4}-\d{2}-\d{2})T"  # ISO 8601's T, written as a space
+
+
+def canonical(column: pd.Series) -> np.ndarray:
+    """A column's cells as the text a fingerprint hashes, whatever type a file gave them:
+    a number as its shortest form (whole ones without a point: 37, 37.0 and "37.00" are
+    "37"), true/false as "true"/"false", a timestamp as ISO 8601 (a date alone at
+    midnight), other text stripped, a blank as one marker. Text that reads as a number is
+    that number, so two tables differing only in how numbers are written share an account
+    (the safe side); floats a program re-formats (Excel keeps 15 digits) may not."""
+    values = pd.Series(column, copy=False)
+    blank = values.isna().to_numpy()
+    out = np.full(len(values), "\x00", dtype=object)
+    if pd.api.types.is_bool_dtype(values):
+        out[~blank] = np.where(values[~blank].astype(bool), "true", "false")
+        return out
+    if pd.api.types.is_datetime64_any_dtype(values):
+        stamps = pd.Series(values[~blank])
+        if isinstance(stamps.dtype, pd.DatetimeTZDtype):
+            stamps = stamps.dt.tz_convert("UTC").dt.tz_localize(None)
+        day = bool((stamps == stamps.dt.normalize()).all())
+        out[~blank] = stamps.dt.strftime("%Y-%m-%d" if day else "%Y-%m-%d %H:%M:%S").to_numpy()
+        return out
+    if pd.api.types.is_numeric_dtype(values):
+        numbers = values.to_numpy(dtype=float, na_value=np.nan)
+        text = np.full(len(values), "", dtype=object)
+    else:
+        text = pd.Series([str(v).strip() for v in values.to_numpy(dtype=object)], dtype=object)
+        text = text.str.replace(_MIDNIGHT, r"\1", regex=True).str.replace(
+            _STAMP, r"\1 ", regex=True).to_numpy(dtype=object, copy=True)  # a workbook's dates
+        lowered = np.char.lower(text.astype(str)) if len(text) else text
+        words = np.isin(lowered, ["true", "false"])
+        text[words] = lowered[words]
+        numbers = pd.to_numeric(pd.Series(text), errors="coerce").to_numpy(dtype=float,
+                                                                           copy=True)
+        numbers[words] = np.nan
+    number = ~blank & np.isfinite(numbers)
+    whole = number & (numbers == np.round(numbers)) & (np.abs(numbers) < 2.0**63)
+    out[whole] = numbers[whole].astype(np.int64).astype(str)
+    rest = number & ~whole
+    out[rest] = [repr(float(v)) for v in numbers[rest]]
+    other = ~blank & ~number
+    out[other] = text[other] if text.dtype == object and len(text) else [
+        str(v) for v in values.to_numpy(dtype=object)[other]]
+    return out
 
 
 def _too_big(name: str, size: int, max_bytes: int) -> DataError:

@@ -94,6 +94,16 @@ def _count(stamps: np.ndarray, granularity: str) -> np.ndarray:
     return stamps.astype(f"datetime64[{_UNIT[granularity]}]").astype(np.int64)
 
 
+def _whole(stamps: np.ndarray, granularity: str, finer: bool = False) -> np.ndarray:
+    """:func:`_count` of ``stamps`` as floats, NaN for a stamp finer than the granularity
+    (not the start of its unit) unless ``finer`` ones are floored."""
+    counted = _count(stamps, granularity)
+    if finer:
+        return counted.astype(float)
+    exact = counted.astype(f"datetime64[{_UNIT[granularity]}]").astype(stamps.dtype) == stamps
+    return np.where(exact, counted, np.nan)
+
+
 def _stamps(units: np.ndarray, granularity: str) -> np.ndarray:
     """datetime64[s] of whole ``units`` since the epoch (within years 1 to 9999)."""
     lo, hi = limits(granularity)
@@ -107,7 +117,7 @@ def unit_of(value: Any, granularity: str, timezone: str, what: str) -> float:
     date is refused by ``what`` it is."""
     if isinstance(value, str | dt.date | np.datetime64):
         units, blank, bad, zoned = parse(pd.Series([value], dtype=object), granularity,
-                                         timezone, None)
+                                         timezone, None, finer=True)
         if not (bad or zoned or blank[0]):
             return float(units[0])
         if zoned:
@@ -136,15 +146,18 @@ def text_of(units: float, granularity: str, timezone: str) -> str:
                    iso_format(granularity, timezone))[0]
 
 
-def parse(values: pd.Series, granularity: str, timezone: str, fmt: str | None
-          ) -> tuple[np.ndarray, np.ndarray, int, int]:
+def parse(values: pd.Series, granularity: str, timezone: str, fmt: str | None,
+          finer: bool = False) -> tuple[np.ndarray, np.ndarray, int, int]:
     """(units since the epoch, NaN where blank; which values are blank; how many present
     values are not dates; how many carry a time zone a naive column refuses).
 
     Native timestamps are taken as they are; anything else is read as text in ``fmt`` alone
     (None: ISO 8601, down to the granularity's part: '2020-05' is no day), never in another
-    format: a value that reads some other way would be read as a date it may not be. Each
-    distinct value is read once."""
+    format: a value that reads some other way would be read as a date it may not be. A value
+    finer than the granularity (a day in a month column, a time in a day column) is not
+    one of its dates either: cutting it to its unit's start would change it silently (a
+    declared bound or origin may be ``finer``: it is counted as its unit). Each distinct
+    value is read once."""
     blank_dtype = pd.api.types.is_datetime64_any_dtype(values)
     if blank_dtype:
         stamps = pd.Series(values, copy=False)
@@ -155,9 +168,9 @@ def parse(values: pd.Series, granularity: str, timezone: str, fmt: str | None
                 zoned = int((~blank).sum())
             stamps = stamps.dt.tz_convert("UTC").dt.tz_localize(None)
         units = np.full(len(values), np.nan)
-        present = stamps[~blank].to_numpy(dtype="datetime64[s]")
-        units[~blank] = _count(present, granularity)
-        return units, blank, 0, zoned
+        present = stamps[~blank].to_numpy(dtype="datetime64[us]")
+        units[~blank] = _whole(present, granularity, finer)
+        return units, blank, int(np.isnan(units[~blank]).sum()), zoned
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
     texts = np.array([_text(u) for u in uniques], dtype=object)
     distinct = np.full(len(texts), np.nan)
@@ -179,8 +192,8 @@ def parse(values: pd.Series, granularity: str, timezone: str, fmt: str | None
             zoned_distinct[where[aware]] = True
             ok[np.flatnonzero(ok)[aware]] = False
             where = where[~aware]
-        stamps = read[ok].dt.tz_localize(None).to_numpy(dtype="datetime64[s]")
-        distinct[where] = _count(stamps, granularity)
+        stamps = read[ok].dt.tz_localize(None).to_numpy(dtype="datetime64[us]")
+        distinct[where] = _whole(stamps, granularity, finer)
     blank_distinct = np.array([t == "" for t in texts], dtype=bool)
     todo = ~blank_distinct & ~zoned_distinct & np.isnan(distinct)  # not read: not dates
     full = np.append(distinct, np.nan)  # code −1 (missing) → NaN

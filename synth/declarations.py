@@ -30,6 +30,38 @@ from synth.schema import (
 )
 
 RARE = 5  # a category held by fewer rows is called rare in warnings
+# a shortcut (--public categories or all) never declares a category list longer than this
+# share of the rows: so many categories are nearly the rows themselves
+SHORTCUT_SHARE = 0.1
+_NEVER_SHORTCUT = ("identifier-like", "numbers stored as text")
+
+
+def shortcut(schema: Schema, table: pd.DataFrame, names: Iterable[str]
+             ) -> tuple[list[str], dict[str, str]]:
+    """(the columns of ``names`` a declaration shortcut may declare public, why each other
+    one is left undeclared): never an identifier-like column, numbers read as text, or a
+    category list longer than :data:`SHORTCUT_SHARE` of the rows, as the table shows them
+    now (whatever flags the schema file kept). Publishing such a list publishes the rows'
+    identifiers or amounts; the steward may still name one deliberately."""
+    from synth.schema import infer_schema  # the flags as inference reads them today
+
+    names = [n for n in names if n in schema.names]
+    seen = infer_schema(table[[n for n in names if n in table.columns]]) if names else None
+    kept, skipped = [], {}
+    for name in names:
+        flags = seen[name].flags if seen is not None and name in seen.names else ()
+        why = next((kind for kind in _NEVER_SHORTCUT for f in flags if f.startswith(kind)),
+                   None)
+        col = schema[name]
+        if why is None and col.kind == CATEGORICAL and col.categories is not None and len(
+                col.categories) > SHORTCUT_SHARE * len(table):
+            why = (f"{len(col.categories):,} categories, over {SHORTCUT_SHARE:.0%} of its "
+                   f"{len(table):,} rows")
+        if why is None:
+            kept.append(name)
+        else:
+            skipped[name] = why
+    return kept, skipped
 
 
 def nice_bounds(lower: float, upper: float) -> tuple[float, float]:

@@ -39,10 +39,11 @@ class Space:
                                for c in schema], dtype=np.int64)
         self.categorical = np.flatnonzero(self.cards > 0)
         self.numeric = np.flatnonzero(self.cards == 0)
-        # integer columns: the number of steps between their bounds (0: a continuous column)
+        # integer columns: the number of steps between their bounds (0: a continuous column,
+        # or bounds a plan has yet to learn)
         self.steps = np.array([
-            round(c.upper - c.lower) if c.kind != CATEGORICAL and c.integer else 0
-            for c in schema], dtype=np.int64)
+            round(c.upper - c.lower) if c.kind != CATEGORICAL and c.integer
+            and c.lower is not None else 0 for c in schema], dtype=np.int64)
 
     @property
     def d(self) -> int:
@@ -216,12 +217,13 @@ def finalize(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def significant(values: np.ndarray, digits: int) -> np.ndarray:
-    """``values`` rounded to ``digits`` significant digits (0 and NaN as they are)."""
+def significant(values: np.ndarray, digits: int, how=np.round) -> np.ndarray:
+    """``values`` rounded to ``digits`` significant digits (0 and NaN as they are), to the
+    nearest or by ``how`` (np.floor, np.ceil)."""
     x = np.asarray(values, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = 10.0 ** (digits - 1 - np.floor(np.log10(np.abs(x))))
-        out = np.round(x * scale) / scale
+        out = how(x * scale) / scale
     return np.where(np.isfinite(out), out, x)
 
 
@@ -233,9 +235,23 @@ def rounded(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     out = frame.copy()
     for col in schema:
         if col.kind != CATEGORICAL and not col.integer and col.name in out.columns:
-            out[col.name] = significant(out[col.name].to_numpy(dtype=float),
-                                        col.digits or DIGITS)
+            out[col.name] = within(out[col.name].to_numpy(dtype=float), col.digits or DIGITS,
+                                   col.lower, col.upper)
     return out
+
+
+def within(values: np.ndarray, digits: int, lower: float | None, upper: float | None
+           ) -> np.ndarray:
+    """``values`` at ``digits`` significant digits and still within [lower, upper]: one
+    that rounds past a bound (155871.75 to 155872) is rounded towards the inside instead
+    (155871), or is the bound itself where no value at that precision lies inside."""
+    out = significant(values, digits)
+    if lower is None:
+        return out
+    high, low = out > upper, out < lower
+    out[high] = np.maximum(significant(values[high], digits, np.floor), lower)
+    out[low] = np.minimum(significant(values[low], digits, np.ceil), upper)
+    return np.clip(out, lower, upper)
 
 
 def model_width(schema: Schema, bins: int, exact_integers: int = 0) -> int:
@@ -254,6 +270,8 @@ def column_widths(schema: Schema, bins: int, exact_integers: int = 0) -> list[in
         elif col.integer and col.lower is not None and (
                 col.upper - col.lower + 1 <= exact_integers):
             widths.append(int(col.upper - col.lower + 1))
+        elif col.integer and col.lower is None:  # bounds still to be learned: the widest
+            widths.append(max(int(bins) + 2, int(exact_integers)))
         else:
             widths.append(int(bins) + 2)
     return widths

@@ -2,6 +2,8 @@
 
 import math
 import numbers
+import re
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -54,10 +56,11 @@ def check_int(value, name: str, low: int = 1) -> int:
 
 
 def as_float(value: Any, name: str, error: type[Exception], kind: str = "a number") -> float:
-    """``value`` as a float, or ``error`` saying "``name`` must be ``kind``": a bool is not a
-    number here (``True`` is refused, not read as 1)."""
+    """``value`` as a float, or ``error`` saying "``name`` must be ``kind``": a bool or text
+    is not a number here (``True`` is refused, not read as 1, and ``"1"`` not read as 1.0:
+    the caller meant something else, or a form passed text on)."""
     try:
-        if isinstance(value, bool | np.bool_):
+        if isinstance(value, bool | np.bool_ | str | bytes):
             raise TypeError
         return float(value)
     except (TypeError, ValueError):
@@ -83,3 +86,23 @@ def check_delta(delta: float, name: str = "delta", allow_zero: bool = True) -> f
     if not (0 <= value < 1) or (value == 0 and not allow_zero):
         raise BudgetError(f"{name} must lie in {interval}, got {delta!r}")
     return value
+
+
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+# quoted words of ours a kept record may show: kinds, missing policies, zones, stages
+_OURS = frozenset({"numeric", "categorical", "datetime", "none", "indicator", "fill",
+                   "naive", "UTC", "other", "<missing>", "day", "month", "year", "second",
+                   "domain", "rows", "measure", "queries", "gan", "select", "sample", "all"})
+
+
+def without_values(exc: BaseException, names: Iterable[str] = ()) -> str:
+    """A failure as a record kept after the run says it (the run store, a stopped run's
+    ledger): our message with every quoted text that is neither a column name (``names``)
+    nor a word of ours replaced by '…', so it names columns and counts, never a value of
+    the table (the examples of values that are not numbers, say); an unexpected error by
+    its type alone, as its message may quote anything. The steward's own terminal and page
+    still show the whole message when it happens."""
+    if not isinstance(exc, SynthError):
+        return f"{type(exc).__name__} (an unexpected error: its message is not kept)"
+    keep = _OURS | {repr(n)[1:-1] for n in names}
+    return _QUOTED.sub(lambda m: m.group(0) if m.group(0)[1:-1] in keep else "'…'", str(exc))

@@ -15,13 +15,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from synth.data import human_bytes
 from synth.errors import BudgetError, SchemaError, SynthError
 from synth.missing import model_schema
-from synth.privacy.budget import Budget, Ledger, LedgerEntry
+from synth.privacy.budget import Budget, Ledger, LedgerEntry, default_delta
 from synth.privacy.domains import (
     DOMAIN,
     bounds_loss,
@@ -30,11 +30,12 @@ from synth.privacy.domains import (
     fewest_present,
     keep_threshold,
     missing_origin,
+    most_categories,
     scale_miss,
 )
 from synth.privacy.events import Event, describe
 from synth.privacy.unit import ROWS, Population, rows_event
-from synth.schema import CATEGORICAL, DATETIME, Schema
+from synth.schema import CATEGORICAL, DATETIME, OTHER, Column, Schema
 
 if TYPE_CHECKING:
     from synth.methods.base import Synthesizer
@@ -162,12 +163,20 @@ def plan(model: Synthesizer, population: Population, schema: Schema, budget: Bud
     as :meth:`~synth.methods.base.Synthesizer.budget_for` gives it) and the working schema
     (private domains not yet learned). Only the public population is read: with k > 1, k·U
     stands for the rows bounding keeps."""
-    population, space = population.public(), model_schema(schema)
+    population = population.public()
+    space = priced(schema, budget, population)
     refusals: list[SynthError] = [
         BudgetError(f"the {stage!r} share has δ = 0, but its Gaussian noise ({accountant} "
                     f"accounting) needs δ > 0: give δ > 0")
         for stage, accountant in model.accountants.items()
         if accountant in ("zcdp", "pld") and budget.allowance(stage)[1] <= 0]
+    if budget.delta * population.units >= 1:  # each unit published outright meets it
+        who = "units" if population.max_rows > 1 else "rows"
+        refusals.append(BudgetError(
+            f"δ = {budget.delta:.3g} is at least 1/n = {1 / population.units:.3g} for these "
+            f"{population.units:,} {who}: a mechanism that publishes each of them outright "
+            f"with probability δ meets (ε, δ)-DP; give δ well below 1/n (the default is "
+            f"{default_delta(population.units):.0e})"))
     learned, doubts = domain_plan(schema, budget, population)
     refusals += learned
     charges: list[Charge] = []
@@ -204,6 +213,31 @@ def plan(model: Synthesizer, population: Population, schema: Schema, budget: Bud
         entries.append(entry if c.exact else {**entry, "bound": True})
     return Plan((), tuple(doubts), unbounded, tuple(charges), loose, bounds, tuple(entries),
                 seconds, memory)
+
+
+def priced(schema: Schema, budget: Budget, population: Population) -> Schema:
+    """The model-space schema a plan prices (rules, time, memory) from public facts: each
+    domain still to be learned at the most its mechanism may give, never the proposal read
+    off the table (one outlying age moved the memory estimate). A category list counts
+    :func:`~synth.privacy.domains.most_categories` stand-ins and ``other``; bounds are left
+    open, which a method's grid prices at its widest."""
+    population = population.public()
+    eps, delta = budget.allowance(DOMAIN) if DOMAIN in budget.shares else (0.0, 0.0)
+    events = column_events(schema, eps, delta, population.rows, population.max_rows) \
+        if eps > 0 and delta > 0 else {}
+
+    def stand_in(col: Column) -> Column:
+        if col.releasable:
+            return col
+        if col.kind != CATEGORICAL:
+            return replace(col, lower=None, upper=None)
+        learning = events.get(col.name)
+        most = 0 if learning is None else most_categories(population.rows,
+                                                          learning.categories)
+        return replace(col, categories=(*(f"learned {i}" for i in range(1, most + 1)), OTHER)
+                       if most else None)
+
+    return model_schema(replace(schema, columns=tuple(stand_in(c) for c in schema)))
 
 
 def open_ledger(model: Synthesizer, budget: Budget,

@@ -15,7 +15,7 @@ import logging
 import math
 import shlex
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,7 @@ import pandas as pd
 
 from synth.account import DONE, STOPPED, UNBOUNDED, TableAccount
 from synth.checklist import Check, release_checklist
-from synth.errors import Cancelled, SynthError
+from synth.errors import Cancelled, SynthError, without_values
 from synth.methods import FitContext, Synthesizer, make
 from synth.missing import model_schema
 from synth.plan import Plan, plan
@@ -168,9 +168,9 @@ class Run:
         self.store = store  # where the run is recorded, with its release (needs the account)
         self.entry: RunEntry | None = None  # its record, once it runs
         unit = PrivacyUnit() if unit is None else unit
-        # every rule that needs no data, the schema's (and, given, the population's: public
-        # under the relation) too; plain values: the command is JSON
-        checked = self.model.check_params(rows, model_schema(schema))
+        # every rule that needs no data, the schema's public facts (and, given, the
+        # population's: public under the relation) too; plain values: the command is JSON
+        checked = self.model.check_params(rows, model_schema(schema.public_view()))
         self.method, self.given = method, {k: checked[k] for k in params or {}}
         self.budget = self.model.budget_for(Budget(epsilon, delta, merge_shares(
             self.model.default_shares(schema, unit), dict(shares or {})), unit), schema)
@@ -201,15 +201,15 @@ class Run:
         ledger = getattr(self.model, "ledger_", None)
         return ledger.to_dict() if ledger is not None and ledger.entries else None
 
-    def stopped(self, exc: BaseException) -> Release | None:
+    def stopped(self, exc: BaseException, names: Sequence[str] = ()) -> Release | None:
         """The release of a run that spent, then stopped with ``exc``: its ledger (what
-        ran), no table; None if nothing was spent."""
+        ran), no table; None if nothing was spent. It says why as a kept record does
+        (:func:`~synth.errors.without_values`: the schema's column ``names``, never a value)."""
         ledger = self.spent
         if ledger is None:
             return None
         how = ("cancelled" if isinstance(exc, Cancelled | KeyboardInterrupt) else
-               f"failed: {exc}" if isinstance(exc, SynthError) else
-               f"failed: {type(exc).__name__}: {exc}")
+               f"failed: {without_values(exc, names)}")
         return Release.stopped(ledger, self._asked(), how)
 
     def _asked(self) -> dict[str, Any]:
@@ -241,40 +241,51 @@ class Run:
         try:  # a record that cannot be opened stops the run: its reservation settles to 0
             self._record(charge, planned)
             model = self.model.fit(table, schema, self.budget, ctx)
-        except BaseException as exc:
-            self._settle(charge, STOPPED)
-            self._recorded(exc)
+            fit_seconds = time.perf_counter() - started
+            synthetic = model.sample(rows)
+            fidelity, scores, checklist = (self._measure(table, synthetic, schema, test, model)
+                                           if measure else (None, {}, []))
+            record = RunRecord(
+                self.method, model.check_params(), self.budget.epsilon, self.budget.delta,
+                dict(self.budget.shares), self.postprocessing_seed, self.command,
+                model.schema_, model.ledger_.to_dict(), synthetic,
+                time.perf_counter() - started, fit_seconds, dict(model.timings_), fidelity,
+                scores, checklist)
+            self._recorded(None, record, test is not None)
+        except BaseException as exc:  # Ctrl-C while sampling or recording too: the account,
+            self._settle(charge, STOPPED)  # the store and the ledger all say it stopped
+            self._recorded(exc, names=schema.names)
             raise
         self._settle(charge, DONE)
-        fit_seconds = time.perf_counter() - started
-        synthetic = model.sample(rows)
-        fidelity, scores, checklist = None, {}, []
-        if measure:
-            from synth.evaluation import marginal_tvd, quality, utility
-
-            try:
-                if isinstance(table, TableFile):
-                    table = read_whole(table, schema.names)
-                fidelity = marginal_tvd(table, synthetic, schema)
-                report = quality(table, synthetic, schema)
-                scores = {"column_shapes": report.column_shapes,
-                          "column_pair_trends": report.column_pair_trends,
-                          "quality": report.overall}
-                if test is not None and not test.empty and schema.target is not None:
-                    scores.update(utility(test, synthetic, schema, real_train=table))
-            except Exception as exc:  # the release is paid for: keep it
-                scores = {"error": _said(exc)}
-            try:
-                checklist = release_checklist(table, synthetic, model.schema_.reading(schema))
-            except Exception as exc:
-                checklist = [Check("checklist", f"could not be made: {_said(exc)}", warn=True)]
-        record = RunRecord(
-            self.method, model.check_params(), self.budget.epsilon, self.budget.delta,
-            dict(self.budget.shares), self.postprocessing_seed, self.command, model.schema_,
-            model.ledger_.to_dict(), synthetic, time.perf_counter() - started, fit_seconds,
-            dict(model.timings_), fidelity, scores, checklist)
-        self._recorded(None, record, test is not None)
         return record
+
+    @staticmethod
+    def _measure(table: pd.DataFrame | TableFile, synthetic: pd.DataFrame, schema: Schema,
+                 test: pd.DataFrame | None, model: Synthesizer
+                 ) -> tuple[Fidelity | None, dict[str, Any], list[Check]]:
+        """(fidelity, scores, checklist) of a release against the private table, for the
+        steward's eyes: a failure is said in the scores or the checklist, never the run's."""
+        from synth.evaluation import marginal_tvd, quality, utility
+
+        fidelity, scores, checklist = None, {}, []
+        try:
+            if isinstance(table, TableFile):
+                table = read_whole(table, schema.names)
+            fidelity = marginal_tvd(table, synthetic, schema)
+            report = quality(table, synthetic, schema)
+            scores = {"column_shapes": report.column_shapes,
+                      "column_pair_trends": report.column_pair_trends,
+                      "quality": report.overall}
+            if test is not None and not test.empty and schema.target is not None:
+                scores.update(utility(test, synthetic, schema, real_train=table))
+        except Exception as exc:  # the release is paid for: keep it
+            scores = {"error": _said(exc, schema.names)}
+        try:
+            checklist = release_checklist(table, synthetic, model.schema_.reading(schema))
+        except Exception as exc:
+            checklist = [Check("checklist", f"could not be made: {_said(exc, schema.names)}",
+                               warn=True)]
+        return fidelity, scores, checklist
 
     def _record(self, charge: int | None, planned: Plan) -> None:
         """Open the run's record in the store (running), with its account charge."""
@@ -285,7 +296,7 @@ class Run:
             self.budget.delta, {**self._asked(), "seconds_planned": planned.seconds}, charge)
 
     def _recorded(self, exc: BaseException | None, record: RunRecord | None = None,
-                  held_out: bool = False) -> None:
+                  held_out: bool = False, names: Sequence[str] = ()) -> None:
         """Close the run's record: its release's files into its folder (a stopped run's
         ledger, if it spent), then its status and figures (``held_out``: whether utility was
         measured on held-out rows, so a comparison can split the table again). A store that
@@ -293,7 +304,7 @@ class Run:
         the record is closed as failed, saying why, or, if even that fails, logged."""
         if self.entry is None:
             return
-        release = record.release if record is not None else self.stopped(exc)
+        release = record.release if record is not None else self.stopped(exc, names)
         try:
             try:
                 if release is not None:
@@ -318,8 +329,7 @@ class Run:
             else:
                 cancelled = isinstance(exc, Cancelled | KeyboardInterrupt)
                 self.store.stop(self.entry.id, CANCELLED if cancelled else FAILED,
-                                "" if cancelled else str(exc) if isinstance(exc, SynthError)
-                                else f"{type(exc).__name__}: {exc}")
+                                "" if cancelled else without_values(exc, names))
         except Exception:
             log.exception("recording run %s in the run store failed", self.entry.id)
 
@@ -339,12 +349,12 @@ class Run:
             log.exception("settling charge %s failed: it keeps its whole reservation", charge)
 
 
-def _said(exc: Exception) -> str:
-    """A failure in words: ours as they are, a bug logged for us and named."""
-    if isinstance(exc, SynthError):
-        return str(exc)
-    log.exception("measuring a finished run failed")
-    return f"unexpected {type(exc).__name__}: {exc}"
+def _said(exc: Exception, names: Sequence[str]) -> str:
+    """A measurement's failure as the run store keeps it (:func:`~synth.errors.without_values`);
+    a bug is logged for us whole."""
+    if not isinstance(exc, SynthError):
+        log.exception("measuring a finished run failed")
+    return without_values(exc, names)
 
 
 def run(table: pd.DataFrame | TableFile, schema: Schema, method: str, epsilon: float,

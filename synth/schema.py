@@ -98,6 +98,11 @@ class Column:
                 raise SchemaError(f"{where}: categories must be a list of strings, got "
                                   f"{self.categories!r}")
             cats = tuple(_category(c) for c in self.categories)
+            spaced = [c for c in cats if c != c.strip()]
+            if spaced:  # "A " would be a category no value is (cells are read stripped)
+                raise SchemaError(f"{where}: categories {spaced[:5]} have surrounding spaces, "
+                                  "which a table's values never keep (they are read "
+                                  "stripped): list them without")
             dupes = repeated(cats)
             if dupes:
                 raise SchemaError(f"{where}: categories listed twice: {dupes[:5]}")
@@ -357,8 +362,9 @@ class Schema:
 
     def public_view(self) -> Schema:
         """What may leave the steward's hands: public and DP-learned domains as they are;
-        data-derived domains, the inference flags and a date's input format (how the private
-        file writes it: inferred, it changes with single records) removed."""
+        data-derived domains, the inference flags, a date's input format (how the private
+        file writes it: inferred, it changes with single records) and any key a schema file
+        holds beyond its columns and target (a steward's notes) removed."""
         def redact(c: Column) -> Column:
             if c.releasable:
                 return replace(c, flags=(), input_format=None)
@@ -366,7 +372,7 @@ class Schema:
                            input_format=None,
                            fill_value=c.fill_value if c.missing == "fill" else None)
 
-        return replace(self, columns=tuple(redact(c) for c in self.columns))
+        return replace(self, columns=tuple(redact(c) for c in self.columns), extra={})
 
     def reading(self, declared: Schema) -> Schema:
         """This schema (a release's) with the input formats of ``declared`` (the steward's),
@@ -883,9 +889,10 @@ def _prepare_dates(col: Column, values: pd.Series, problems: list[str], released
     units, blank, bad, zoned = dates.parse(values, col.granularity, col.timezone, fmt)
     if bad:
         read = f"({fmt!r})" if fmt else f"(ISO 8601) down to the {col.granularity}"
-        problems.append(f"column {col.name!r}: {bad} values are not dates in its format {read}; "
-                        "fix them in the file, or declare the format they are in "
-                        "(input_format)")
+        problems.append(f"column {col.name!r}: {bad} values are not dates in its format {read}"
+                        f" or are finer than a {col.granularity} (never cut silently); fix "
+                        "them in the file, declare the format they are in (input_format), or "
+                        "a finer granularity")
     if zoned:
         problems.append(f"column {col.name!r}: {zoned} values carry a time zone, but its "
                         "timezone is 'naive': declare timezone 'UTC' (they are converted to "

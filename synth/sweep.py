@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from synth.account import TableAccount
-from synth.errors import ParameterError, SynthError
+from synth.errors import ParameterError, SynthError, without_values
 from synth.privacy.unit import PrivacyUnit
 from synth.release import write_file
 from synth.schema import Schema
@@ -161,8 +161,7 @@ def run_job(job: Job, train: pd.DataFrame | TableFile, test: pd.DataFrame | None
         return {**row, "ledger_epsilon": spent["total_epsilon"] if spent else 0.0,
                 "ledger_delta": spent["total_delta"] if spent else 0.0,
                 "seconds": time.perf_counter() - started,
-                "error": str(exc) if isinstance(exc, SynthError) else
-                f"unexpected {type(exc).__name__}: {exc}"}
+                "error": without_values(exc, schema.names)}  # the store keeps it: no value
     figures = record.figures()
     return {**row, "ledger_epsilon": record.ledger["total_epsilon"],
             "ledger_delta": record.ledger["total_delta"], "accuracy": figures.get("accuracy"),
@@ -246,7 +245,7 @@ def _end(store: RunStore | None, entry: RunEntry | None, table: pd.DataFrame,
         elif exc is None or isinstance(exc, KeyboardInterrupt):
             store.stop(entry.id, CANCELLED, "", summary)
         else:
-            store.stop(entry.id, FAILED, f"{type(exc).__name__}: {exc}", summary)
+            store.stop(entry.id, FAILED, without_values(exc), summary)
     except Exception:
         log.exception("recording sweep %s in the run store failed", entry.id)
 

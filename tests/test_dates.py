@@ -55,19 +55,24 @@ def public(schema: Schema, lower: str, upper: str) -> Schema:
        st.sampled_from(dates.TIMEZONES))
 def test_a_date_column_round_trips_through_model_space_at_its_granularity(stamps, granularity,
                                                                           timezone):
-    text = pd.Series([s.isoformat() for s in stamps])
+    unit = {'day': 'D', 'month': 'M', 'year': 'Y', 'second': 's'}[granularity]
+    floored = pd.DatetimeIndex(stamps).to_numpy().astype(f"datetime64[{unit}]")
+    whole = pd.DatetimeIndex(floored.astype("datetime64[s]"))
     col = Column("d", DATETIME, lower="1899-01-01", upper="2101-12-31", public=True,
                  granularity=granularity, timezone=timezone)
     schema = Schema((col,))
+    finer = [s for s, w in zip(stamps, whole, strict=True) if s != w]
+    if finer:  # a value finer than the granularity is refused, never cut to its unit
+        with pytest.raises(SchemaError, match=f"finer than a {granularity}"):
+            prepare(pd.DataFrame({"d": [s.isoformat() for s in stamps]}), schema)
+    text = pd.Series([s.isoformat() for s in whole])
     prepared = prepare(pd.DataFrame({"d": text}), schema)
     # the model sees whole units counted from the origin (the lower bound), from 0 upward
     model = missing.encode(prepared, schema)
     assert missing.model_schema(schema)["d"].kind == "numeric"
     assert (model["d"] >= 0).all() and (model["d"] == model["d"].round()).all()
     back = dates.released(missing.decode(model, schema), schema)
-    floored = pd.DatetimeIndex(stamps).to_numpy().astype(
-        f"datetime64[{ {'day': 'D', 'month': 'M', 'year': 'Y', 'second': 's'}[granularity]}]")
-    want = pd.Series(pd.DatetimeIndex(floored.astype("datetime64[s]")))
+    want = pd.Series(whole)
     if timezone == "UTC":
         want = want.dt.tz_localize("UTC")
     assert list(back["d"]) == list(want.dt.strftime(dates.release_format(col)))
@@ -419,7 +424,9 @@ def test_a_granularity_change_keeps_every_instant_of_the_public_range(start, to)
                                                    "2021-12-31T23:59:59")}[start]
     col = Column("d", DATETIME, granularity=start, lower=bounds[0], upper=bounds[1],
                  public=True)
-    edges = pd.Series(["2020-01-01T00:00:00", "2021-12-31T23:59:59"])  # the range's ends
+    edges = pd.Series(["2020-01-01T00:00:00", {  # the range's ends, at the new granularity
+        "day": "2021-12-31", "month": "2021-12-01", "year": "2021-01-01",
+        "second": "2021-12-31T23:59:59"}[to]])
     new = edit_column(col, edges, DATETIME, granularity=to)
     read = prepare(pd.DataFrame({"d": edges}), Schema((new,)))["d"]
     assert [dates.unit_of(e, to, "naive", "a date") for e in edges] == list(read)  # no clip

@@ -24,7 +24,7 @@ import streamlit as st
 
 from synth.account import Store, TableAccount, home
 from synth.checklist import Check, release_checklist
-from synth.data import fingerprint, load_sample
+from synth.data import fingerprint, former_fingerprint, fragile_numbers, load_sample
 from synth.errors import SynthError
 from synth.methods import METHODS
 from synth.privacy.unit import PrivacyUnit
@@ -70,9 +70,13 @@ class Dataset:
     # a conversion the app offers later (Read as numbers) keeps the account of the same file
     # that the CLI, a sweep or another upload reaches
     read_as: str = field(init=False)
+    former: str = field(init=False, repr=False)  # its fingerprint as accounts were once kept
+    fragile: str = field(init=False, repr=False)  # why a copy may have another account
 
     def __post_init__(self) -> None:
         self.read_as = fingerprint(self.table)
+        self.former = former_fingerprint(self.table)
+        self.fragile = fragile_numbers(self.table)
 
 
 @dataclass(frozen=True)
@@ -315,7 +319,7 @@ def account(ds: Dataset) -> TableAccount:
     """The persistent privacy account (under SYNTH_HOME) of the table as read, charged by
     every run. Call it on the page's thread: a background thread has no session."""
     store = Store()
-    return TableAccount(store, store.key(ds.read_as), ds.name)
+    return TableAccount(store, store.key(ds.read_as, ds.former), ds.name)
 
 
 def ask_to_spend(what: str, plan: str) -> None:

@@ -99,15 +99,15 @@ class AIM(Synthesizer):
         Param("degree", int, low=2, high=3, advanced=False, label="Workload degree",
               help="The marginals the release should answer: every pair (2) or every triple "
                    "(3) of columns."),
-        Param("rounds", int, low=1, label="Rounds per column (at most)",
+        Param("rounds", int, low=1, high=1_000, label="Rounds per column (at most)",
               help="T = this × columns bounds the rounds; each round gets at least ρ/T, and "
                    "annealing spends faster when the model stops improving."),
         Param("max_cells", int, low=1, label="Largest model (cells)",
               help="A marginal is only picked while the graphical model stays under this "
                    "many cells, a limit that grows as the budget is spent."),
-        Param("round_iterations", int, low=1, label="Estimation steps per round",
+        Param("round_iterations", int, low=1, high=10_000, label="Estimation steps per round",
               help="Mirror-descent steps after each measurement (post-processing)."),
-        Param("iterations", int, low=1, label="Final estimation steps",
+        Param("iterations", int, low=1, high=100_000, label="Final estimation steps",
               help="Mirror-descent steps of the final model (post-processing)."),
         BINS,
         EXACT_INTEGERS)
@@ -166,9 +166,12 @@ class AIM(Synthesizer):
 
     def _duration(self, population: Population, schema: Schema, budget: Budget) -> float:
         """On 2 cores Adult's train split (21,707 rows, 15 columns) took 39 s: 14 rounds of
-        about 2 s, annealing soon ending them, and the final estimation
-        (benchmarks/peers.py). About one round per column."""
-        return 10.0 + 1e-5 * population.rows * len(schema) + 2.0 * len(schema)
+        about 2 s (50 estimation steps each), annealing soon ending them, and the final
+        estimation's 1,000 steps in about 6 s (benchmarks/peers.py). About one round per
+        column; the steps scale both."""
+        d = len(schema)
+        return (4.0 + 6.0 * int(self.iterations) / 1000 + 1e-5 * population.rows * d
+                + 2.0 * d * int(self.round_iterations) / 50)
 
     def _preview(self, population: Population, schema: Schema, budget: Budget
                  ) -> list[NoiseScale]:

@@ -33,7 +33,7 @@ from synth.errors import (
     check_int,
     is_number,
 )
-from synth.plan import Charge, open_ledger, plan
+from synth.plan import Charge, open_ledger, plan, priced
 from synth.privacy.budget import ALL, Budget, LedgerEntry
 from synth.privacy.domains import (
     BLANKS_SCALES,
@@ -319,18 +319,19 @@ class Synthesizer:
                 ) -> list[NoiseScale]:
         """The noise every stage would use for an ``n``-row table (or a :class:`Population`
         of units): no data is read, so the trade-offs of a budget split can be shown before
-        anything is spent. With more than one row per unit, ``n.rows`` stands for the fit's
-        private estimate n̂."""
+        anything is spent. With more than one row per unit the public k·U stands for the
+        fit's private estimate n̂ (the rows bounding keeps are private)."""
         check_schema(schema)
         budget = self.budget_for(budget, schema)
-        population = Population.of(n, budget.unit)
-        self.check_params(population, missing.model_schema(schema))
+        population = Population.of(n, budget.unit).public()
+        space = priced(schema, budget, population)
+        self.check_params(population, space)
         scales = []
         if budget.unit.max_rows > 1:
             scales.append(rows_preview(population, *budget.allowance(ROWS)))
         if schema.to_learn and DOMAIN in budget.shares:
             scales.append(domain_preview(schema, *budget.allowance(DOMAIN), population))
-        return scales + self._preview(population, missing.model_schema(schema), budget)
+        return scales + self._preview(population, space, budget)
 
     def _preview(self, population: Population, schema: Schema, budget: Budget
                  ) -> list[NoiseScale]:
@@ -363,7 +364,7 @@ class Synthesizer:
         # anything is spent (the ledger is empty); k·U bounds the row count
         population = Population(len(data), len(data) if units is None else
                                 int(units.max(initial=-1)) + 1, budget.unit.max_rows)
-        values = self.check_params(population, missing.model_schema(schema))
+        values = self.check_params(population, priced(schema, budget, population))
         with self._plain(values):
             self._check_plan(population, schema, budget)
             population = self._private_rows(len(data), population, ctx)
@@ -583,7 +584,8 @@ def rows_preview(population: Population, epsilon: float, delta: float) -> NoiseS
         f"the {population.units:,} units keep up to {population.max_rows} rows each; their "
         f"row count, which sets the release's size and every fraction's denominator, is "
         f"estimated within ±{event.scale * math.sqrt(2):.3g} rows (1 σ), "
-        f"{event.scale * math.sqrt(2) / population.rows:.2%} of about {population.rows:,}",
+        f"{event.scale * math.sqrt(2) / population.rows:.2%} of the most they may keep, "
+        f"{population.rows:,}",
         event)
 
 

@@ -89,7 +89,7 @@ class MST(Synthesizer):
     params: ClassVar[Mapping[str, Param]] = specs(
         BINS,
         EXACT_INTEGERS,
-        Param("iterations", int, low=1, label="Estimation steps",
+        Param("iterations", int, low=1, high=100_000, label="Estimation steps",
               help="Mirror-descent steps fitting the graphical model to the measurements "
                    "(post-processing: more steps cost time, not privacy)."))
 

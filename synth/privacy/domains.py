@@ -112,15 +112,29 @@ def keep_threshold(epsilon: float, delta: float, rows_per_unit: int = 1) -> floa
     return max(k + b * math.log(1 / (2 * delta)), 1 + b * math.log(k / (2 * delta)))
 
 
-def noisy_categories(values: pd.Series, event: LaplaceThreshold) -> tuple[str, ...]:
-    """Categories whose Laplace-noised count clears the event's threshold, then ``other``."""
-    return kept_categories(values.value_counts(), event)
+def most_categories(rows: int, event: LaplaceThreshold) -> int:
+    """The most categories a learned list keeps besides ``other``: ⌊2·rows/τ⌋ (at least 1),
+    a function of public facts, so a plan prices a list before it is read. At most that many
+    categories hold τ/2 rows or more, and one holding fewer clears τ with probability under
+    ½·e^{−(τ/2)/b}: the cap binds only where noise lifted many rare ones."""
+    return max(1, int(2 * rows // event.threshold))
 
 
-def kept_categories(counts: pd.Series, event: LaplaceThreshold) -> tuple[str, ...]:
+def noisy_categories(values: pd.Series, event: LaplaceThreshold,
+                     most: int | None = None) -> tuple[str, ...]:
+    """Categories whose Laplace-noised count clears the event's threshold (the ``most``
+    largest noisy counts, when given), then ``other``."""
+    return kept_categories(values.value_counts(), event, most)
+
+
+def kept_categories(counts: pd.Series, event: LaplaceThreshold,
+                    most: int | None = None) -> tuple[str, ...]:
     """:func:`noisy_categories` from each category's count (the index)."""
     noisy = laplace(counts.to_numpy(dtype=float), event.scale)
-    kept = sorted(str(k) for k in counts.index[noisy > event.threshold])
+    over = np.flatnonzero(noisy > event.threshold)
+    if most is not None and len(over) > most:  # post-processing of the noisy counts
+        over = over[np.argsort(-noisy[over], kind="stable")[:most]]
+    kept = sorted(str(k) for k in counts.index[over])
     return (*[k for k in kept if k != OTHER], OTHER)
 
 
@@ -400,7 +414,8 @@ def _learn(col: Column, counts: pd.Series | tuple[np.ndarray, int], plan: Learni
     if plan.categories is not None:
         ledger.charge(stage, plan.categories, f"categories of {col.name!r} (rare ones fold "
                                               f"into {OTHER!r})")
-        return replace(col, categories=kept_categories(counts, plan.categories), learned=True)
+        return replace(col, categories=kept_categories(
+            counts, plan.categories, most_categories(rows, plan.categories)), learned=True)
     grid_part, blanks = counts
     if plan.bounds is not None:
         pick_scale, ends = plan.bounds

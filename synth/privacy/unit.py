@@ -150,12 +150,21 @@ def bound(table: pd.DataFrame, unit: PrivacyUnit) -> tuple[pd.DataFrame, np.ndar
 
 
 def population(table: pd.DataFrame, unit: PrivacyUnit) -> Population:
-    """The population a run on ``table`` plans for (for the steward's checks and previews:
-    with k > 1 the fit replaces the row count by its private estimate)."""
+    """The public population a run on ``table`` plans for: n rows, or U units with k·U
+    standing for the rows bounding keeps (those are private: a 7-row person replaced by a
+    1-row one moves them; the fit estimates them privately)."""
     if not unit.declared:
         return Population(len(table), len(table))
-    held = np.bincount(_units(table, unit))
-    return Population(int(np.minimum(held, unit.max_rows).sum()), len(held), unit.max_rows)
+    units = int(_units(table, unit).max()) + 1
+    return Population(units * unit.max_rows, units, unit.max_rows)
+
+
+def kept_rows(table: pd.DataFrame, unit: PrivacyUnit) -> int:
+    """How many rows bounding keeps (at most k per unit): private, for the steward's own
+    eyes (the Data page), never for a plan."""
+    if not unit.declared:
+        return len(table)
+    return int(np.minimum(np.bincount(_units(table, unit)), unit.max_rows).sum())
 
 
 def _units(table: pd.DataFrame, unit: PrivacyUnit) -> np.ndarray:

@@ -183,10 +183,14 @@ class DPGAN(Synthesizer):
             f"replacing {one} moves it by at most 2C", event)]
 
     def _duration(self, population: Population, schema: Schema, budget: Budget) -> float:
-        """The critic's steps at the seconds one took on Adult (the default network sizes;
-        larger ones take longer), and the fit's other work."""
+        """The critic's steps at the seconds one took on Adult, and the fit's other work. A
+        step of larger parts takes longer: per-sample gradients grow with batch_size ×
+        critic_hidden, the generator's with generator_batch × components (the defaults'
+        work sets the floor)."""
         steps = math.ceil(self.epochs * math.ceil(population.units / self.batch_size))
-        return START_SECONDS + STEP_SECONDS * steps
+        work = max(1.0, self.batch_size * self.critic_hidden / (128 * 32),
+                   self.generator_batch * self.components / (2048 * 64))
+        return START_SECONDS + STEP_SECONDS * steps * work
 
     def _fit(self, data: Chunks, schema: Schema, ctx: FitContext) -> None:
         discretizer = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)

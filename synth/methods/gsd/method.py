@@ -62,6 +62,7 @@ ROWS = 2000  # N' by default: enough for Adult's marginals (benchmarks/gsd.py)
 # at ε = 1; the search runs longer as the answers' signal (rows × ε) grows (_duration)
 ROUND_SECONDS, WORKLOAD_BASE = 0.0122, 96
 SIGNAL, SIGNAL_POWER, LEAST = 27_134, 0.4, 0.7
+CANDIDATES = 100  # mutations and crossovers a generation makes by default (the calibration's)
 
 
 def synthetic_rows(rows: int | None, n: int) -> int:
@@ -127,9 +128,9 @@ class GSD(Synthesizer):
         Param("rows", int, low=1, optional=True, label="Synthetic rows",
               help=f"Rows of the table the genetic search fits; the release resamples them. "
                    f"Empty takes the table's row count, up to {ROWS:,}."),
-        Param("mutations", int, low=0, label="Mutations per generation",
+        Param("mutations", int, low=0, high=100_000, label="Mutations per generation",
               help="Mutated candidates the search tries in each generation."),
-        Param("crossovers", int, low=0, label="Crossovers per generation",
+        Param("crossovers", int, low=0, high=100_000, label="Crossovers per generation",
               help="Crossed-over candidates the search tries in each generation."),
         Param("elite", int, low=1, symbol="E", label="Elite",
               help="Best tables kept from one generation to the next."),
@@ -215,7 +216,8 @@ class GSD(Synthesizer):
     def _duration(self, population: Population, schema: Schema, budget: Budget) -> float:
         """Each round's genetic search over N' rows costs about as much as WORKLOAD_BASE
         workloads plus one per workload, and runs more generations before it stops improving
-        the sharper the answers are: times (n·ε / SIGNAL)^0.4, at least 0.7. On 2 cores
+        the sharper the answers are: times (n·ε / SIGNAL)^0.4, at least 0.7, and a generation
+        costs as many candidates as it makes (mutations and crossovers). On 2 cores
         (benchmarks/estimates.py, peers.py) Adult's 105 workloads took 40, 48, 114, 143 and
         210 s at ε = 0.5, 1, 2, 4, 8 (20 rounds, then 30), the census sample's 78 took 24 s
         at ε = 1 and 48 s at ε = 4, the panel sample's 21 took 22 and 26 s."""
@@ -226,7 +228,8 @@ class GSD(Synthesizer):
         rounds = self._plan(population, epsilon, delta, w, widest)[0]
         rows = synthetic_rows(self.rows, population.rows)
         signal = max(LEAST, (population.rows * epsilon / SIGNAL) ** SIGNAL_POWER)
-        return ROUND_SECONDS * rounds * (WORKLOAD_BASE + w) * rows / ROWS * signal
+        candidates = max(int(self.mutations) + int(self.crossovers), 1) / CANDIDATES
+        return ROUND_SECONDS * rounds * (WORKLOAD_BASE + w) * rows / ROWS * signal * candidates
 
     def _preview(self, population: Population, schema: Schema, budget: Budget
                  ) -> list[NoiseScale]:
