@@ -558,11 +558,11 @@ def edit_column(col: Column, values: pd.Series, kind: str, *, lower: Any = None,
                       if k in date_fields and date_fields[k] is None})
         reread = ("input_format" in date_fields and not col.releasable
                   and date_fields["input_format"] != col.input_format)
-        zone = col.timezone
+        zone, grain = col.timezone, col.granularity
         if given:
             col = replace(col, **given)
-        if col.timezone != zone:  # zoned values in a naive column: refused now, not at the run
-            _date_range(col, values)
+        if col.timezone != zone or col.granularity != grain:  # zoned values in a naive
+            _date_range(col, values)  # column, or days in a month one: refused now
         if reread:  # data-derived bounds read in the old order: a proposal again
             lower, upper = _date_range(col, values)
             col = replace(col, lower=lower, upper=upper, proposed=True)
@@ -616,9 +616,10 @@ def _date_range(col: Column, values: pd.Series) -> tuple[float, float]:
                           "carry a time zone, which a naive column refuses rather than guess: "
                           "choose the time zone UTC")
     if bad or len(units) == 0:
-        raise SchemaError(f"column {col.name!r} cannot be datetime: {bad} of its "
-                          f"{len(present)} present values do not read as dates in "
-                          f"{col.input_format or 'ISO 8601'!r}")
+        raise SchemaError(f"column {col.name!r} cannot be datetime by {col.granularity}: "
+                          f"{bad} of its {len(present)} present values do not read as dates "
+                          f"in {col.input_format or 'ISO 8601'!r} or are finer than a "
+                          f"{col.granularity} (never cut silently)")
     return float(units.min()), float(units.max())
 
 

@@ -1146,30 +1146,35 @@ def test_a_date_column_is_proposed_edited_and_released_as_dates(app):
     labelled(app.selectbox, "Column to edit").set_value("signup").run()
     labelled(app.selectbox, "Granularity").set_value("month").run()
     labelled(app.text_input, "Release format").set_value("%m/%Y").run()
+    button(app, "Apply to this column").click().run()  # days are never cut to their month
+    assert not app.exception and any("finer than a month" in e.value for e in app.error)
+    labelled(app.selectbox, "Granularity").set_value("day").run()
+    labelled(app.text_input, "Release format").set_value("%d/%m/%Y").run()
     button(app, "Apply to this column").click().run()
     assert not app.exception and not app.error, [e.value for e in app.error]
     described = app.dataframe[-1].value.set_index("column")
-    assert described.loc["signup", "kind"] == "datetime by month"
+    assert described.loc["signup", "kind"] == "datetime by day"
     public = next(m for m in app.multiselect if m.label.startswith("Columns whose domain"))
     public.select("signup").select("plan").select("age").run()  # 400 rows learn nothing
     assert not any("public origin" in w.value for w in app.warning)
     assert "the table's minimum" in texts(app) or any(
         "the table's minimum" in w.value for w in app.warning)
     button(app, "Round the public bounds to nice values").click().run()
-    # whole years, strictly beyond the data: 2020-01 is a year's start, so 2019 begins it
+    # whole years, strictly beyond the data: a first day of 2020-01-01 would start at 2019
     last = max(days_of(when))[:4]
-    assert f"**signup**: dates by month in [2019-01, {last}-12]" in texts(app)
+    first = "2019" if min(days_of(when)) == "2020-01-01" else "2020"
+    assert f"**signup**: dates by day in [{first}-01-01, {last}-12-31]" in texts(app)
     labelled(app.checkbox, "I have checked each column").check().run()
     app.switch_page(SYNTH).run()
     run(app)
     assert not app.exception and not app.error, [e.value for e in app.error]
     made = finished(app)[0]
     released = made.record.synthetic["signup"]  # as the release's file holds it
-    assert released.str.fullmatch(rf"\d\d/(2019|2020|{last})").all()
+    assert released.str.fullmatch(rf"\d\d/\d\d/({first}|2020|{last})").all()
     column = next(c for c in made.record.configuration()["schema"]["columns"]
                   if c["name"] == "signup")
     assert (column["kind"], column["lower"], column["upper"], column["format"]) == (
-        "datetime", "2019-01", f"{last}-12", "%m/%Y")
+        "datetime", f"{first}-01-01", f"{last}-12-31", "%d/%m/%Y")
 
 
 def days_of(texts: list[str]) -> list[str]:
