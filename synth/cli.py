@@ -194,12 +194,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         ledger = record.release.ledger
     except BaseException as exc:  # whatever stopped it: say what was spent, release nothing
         bars.close()
-        if record is None:
-            _stopped(run, writer, args.ledger, exc, schema.names)
-        elif run.entry is not None:  # finished and kept: only these copies were stopped
-            print(f"the run finished and is kept in the run store (synth runs show "
-                  f"{run.entry.id}); writing {args.out} and {args.ledger} was stopped",
-                  file=sys.stderr)
+        kept = "" if record is None or run.entry is None else run.entry.id
+        _stopped(run, writer, args.ledger, exc, schema.names, kept)
         raise
     finally:
         writer.abort()
@@ -250,10 +246,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _stopped(run: runs.Run, writer: ReleaseWriter, ledger: Path, exc: BaseException,
-             names: list[str]) -> None:
+             names: list[str], kept: str = "") -> None:
     """A run that stopped after spending: put its ledger in place (what ran, nothing
-    released) and say what was spent."""
-    release = run.stopped(exc, names)
+    released here) and say what was spent; a run that finished before its files here were
+    written is ``kept`` in the run store, and its ledger says so."""
+    release = run.stopped(exc, names, kept)
     if release is None:
         return
     try:
@@ -264,7 +261,9 @@ def _stopped(run: runs.Run, writer: ReleaseWriter, ledger: Path, exc: BaseExcept
     record = release.ledger
     print(f"the run {release.status.split(';')[0].split(':')[0]} after spending "
           f"ε={epsilon_text(record['total_epsilon'])}, δ={record['total_delta']:.3g}; no "
-          f"synthetic table was released; {where}", file=sys.stderr)
+          f"synthetic table was released; {where}" + (
+              f"; the run store keeps its release (synth runs show {kept})" if kept else ""),
+          file=sys.stderr)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:

@@ -110,11 +110,12 @@ def canonical(column: pd.Series) -> np.ndarray:
     """A column's cells as the text a fingerprint hashes, whatever type a file gave them:
     a number as its shortest form (whole ones without a point: 37, 37.0 and "37.00" are
     "37"), true/false as "true"/"false", a timestamp as ISO 8601 (a date alone at
-    midnight), other text stripped, a blank as one marker. Text that reads as a number is
+    midnight), other text stripped, a blank (or a word a CSV reads as one, "NA") as one
+    marker. Text that reads as a number is
     that number, so two tables differing only in how numbers are written share an account
     (the safe side); floats a program re-formats (Excel keeps 15 digits) may not."""
     values = pd.Series(column, copy=False)
-    blank = values.isna().to_numpy()
+    blank = values.isna().to_numpy(copy=True)
     out = np.full(len(values), "\x00", dtype=object)
     if pd.api.types.is_bool_dtype(values):
         out[~blank] = np.where(values[~blank].astype(bool), "true", "false")
@@ -123,16 +124,20 @@ def canonical(column: pd.Series) -> np.ndarray:
         stamps = pd.Series(values[~blank])
         if isinstance(stamps.dtype, pd.DatetimeTZDtype):
             stamps = stamps.dt.tz_convert("UTC").dt.tz_localize(None)
-        day = bool((stamps == stamps.dt.normalize()).all())
-        out[~blank] = stamps.dt.strftime("%Y-%m-%d" if day else "%Y-%m-%d %H:%M:%S").to_numpy()
+        text = stamps.dt.strftime("%Y-%m-%d %H:%M:%S").str.replace(_MIDNIGHT, r"\1",
+                                                                   regex=True)
+        out[~blank] = text.to_numpy()  # each value as text of it would be: a date alone at 0h
         return out
     if pd.api.types.is_numeric_dtype(values):
         numbers = values.to_numpy(dtype=float, na_value=np.nan)
+        if values.dtype == np.float32:  # 0.1 as a float32 is 0.100000001490116 as a float64
+            numbers = numbers.astype(np.float32).astype(str).astype(float)
         text = np.full(len(values), "", dtype=object)
     else:
         text = pd.Series([str(v).strip() for v in values.to_numpy(dtype=object)], dtype=object)
         text = text.str.replace(_MIDNIGHT, r"\1", regex=True).str.replace(
             _STAMP, r"\1 ", regex=True).to_numpy(dtype=object, copy=True)  # a workbook's dates
+        blank |= np.isin(text, list(MISSING_TOKENS))  # "NA" a CSV reads as missing
         lowered = np.char.lower(text.astype(str)) if len(text) else text
         words = np.isin(lowered, ["true", "false"])
         text[words] = lowered[words]

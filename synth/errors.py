@@ -89,20 +89,18 @@ def check_delta(delta: float, name: str = "delta", allow_zero: bool = True) -> f
 
 
 _QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
-# quoted words of ours a kept record may show: kinds, missing policies, zones, stages
-_OURS = frozenset({"numeric", "categorical", "datetime", "none", "indicator", "fill",
-                   "naive", "UTC", "other", "<missing>", "day", "month", "year", "second",
-                   "domain", "rows", "measure", "queries", "gan", "select", "sample", "all"})
+_EXAMPLES = re.compile(r"\(e\.g\. [^)]*\)")  # a message's examples are values, quoted or not
 
 
 def without_values(exc: BaseException, names: Iterable[str] = ()) -> str:
     """A failure as a record kept after the run says it (the run store, a stopped run's
-    ledger): our message with every quoted text that is neither a column name (``names``)
-    nor a word of ours replaced by '…', so it names columns and counts, never a value of
-    the table (the examples of values that are not numbers, say); an unexpected error by
+    ledger): our message with its examples and every quoted text that is not a column name
+    (``names``) replaced by '…', so it names columns and counts, never a value of the
+    table (the examples of values that are not numbers, say); an unexpected error by
     its type alone, as its message may quote anything. The steward's own terminal and page
     still show the whole message when it happens."""
     if not isinstance(exc, SynthError):
         return f"{type(exc).__name__} (an unexpected error: its message is not kept)"
-    keep = _OURS | {repr(n)[1:-1] for n in names}
-    return _QUOTED.sub(lambda m: m.group(0) if m.group(0)[1:-1] in keep else "'…'", str(exc))
+    keep = {repr(n)[1:-1] for n in names}
+    text = _EXAMPLES.sub("(e.g. …)", str(exc))
+    return _QUOTED.sub(lambda m: m.group(0) if m.group(0)[1:-1] in keep else "'…'", text)

@@ -201,15 +201,20 @@ class Run:
         ledger = getattr(self.model, "ledger_", None)
         return ledger.to_dict() if ledger is not None and ledger.entries else None
 
-    def stopped(self, exc: BaseException, names: Sequence[str] = ()) -> Release | None:
+    def stopped(self, exc: BaseException, names: Sequence[str] = (), kept: str = ""
+                ) -> Release | None:
         """The release of a run that spent, then stopped with ``exc``: its ledger (what
         ran), no table; None if nothing was spent. It says why as a kept record does
-        (:func:`~synth.errors.without_values`: the schema's column ``names``, never a value)."""
+        (:func:`~synth.errors.without_values`: the schema's column ``names``, never a value),
+        and where a run that finished before its files were written is ``kept``."""
         ledger = self.spent
         if ledger is None:
             return None
         how = ("cancelled" if isinstance(exc, Cancelled | KeyboardInterrupt) else
                f"failed: {without_values(exc, names)}")
+        if kept:
+            how += (f" while its files were written; the run finished and is kept in the run "
+                    f"store as {kept}")
         return Release.stopped(ledger, self._asked(), how)
 
     def _asked(self) -> dict[str, Any]:

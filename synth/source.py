@@ -342,8 +342,8 @@ def _ident(name: str) -> str:
 def _said(exc: Exception) -> str:
     """DuckDB's error on one line (its first line alone can be "CSV Error on Line: 3"),
     without the line of data it quotes: a message can reach a ledger's status."""
-    lines = [ln.strip() for ln in str(exc).strip().splitlines()
-             if ln.strip() and not ln.strip().startswith("Original Line")]
+    text = str(exc).strip().split("Original Line")[0]  # the data line may run on: cut there
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     return " ".join(lines[:3])[:400] if lines else type(exc).__name__
 
 

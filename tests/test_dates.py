@@ -168,7 +168,10 @@ def test_the_steward_switches_a_column_to_dates_and_back():
     back = edit_column(as_text, values, DATETIME)
     assert back.kind == DATETIME and back.proposed
     assert (back.shown(back.lower), back.shown(back.upper)) == ("2020-01-01", "2021-05-06")
-    monthly = edit_column(back, values, DATETIME, granularity="month", origin="2019-12-01")
+    with pytest.raises(SchemaError, match="finer than a month"):  # days are never cut
+        edit_column(back, values, DATETIME, granularity="month")
+    monthly = edit_column(back, values.str[:7], DATETIME, granularity="month",
+                          origin="2019-12-01")
     assert (monthly.shown(monthly.lower), monthly.shown(monthly.origin)) == ("2020-01",
                                                                             "2019-12")
     bounded = edit_column(monthly, values, DATETIME, lower=pd.Timestamp("2019-01-01"),
@@ -447,8 +450,8 @@ def test_declaring_the_input_format_reads_data_derived_bounds_again():
     public = replace(col, public=True)  # a declared domain is the steward's: kept
     kept = edit_column(public, values, DATETIME, input_format="%m/%d/%Y")
     assert (kept.lower, kept.upper) == (public.lower, public.upper)
-    with pytest.raises(SchemaError, match=r"column .d. cannot be datetime: 4 of its 4 present "
-                                          "values do not read as dates in .%Y-%m-%d."):
+    with pytest.raises(SchemaError, match=r"column .d. cannot be datetime by day: 4 of its 4 "
+                                          "present values do not read as dates in .%Y-%m-%d."):
         edit_column(col, values, DATETIME, input_format="%Y-%m-%d")
 
 

@@ -143,7 +143,7 @@ def test_a_plan_refuses_bounds_that_would_be_noise_and_doubts_lossy_ones():
 
     def planned(rows: int, epsilon: float):
         return plan(model, Population(rows, rows), schema,
-                    model.budget_for(Budget(epsilon, 1e-5), schema))
+                    model.budget_for(Budget(epsilon, 1e-7), schema))
 
     refused = planned(400, 0.05)
     assert refused.refusals and "the bounds would be noise" in str(refused.refusals[0])

@@ -142,7 +142,7 @@ def test_the_duration_shown_before_a_run_grows_with_the_work(sample):
     _, schema = sample
 
     def seconds(method: str, rows: int = 4_000, **params) -> float | None:
-        return Run(method, schema, 1.0, 1e-5, params, rows=rows).plan.seconds
+        return Run(method, schema, 1.0, 1e-7, params, rows=rows).plan.seconds
 
     assert 0 < seconds("dpselect") < seconds("dpselect", 40_000)
     assert seconds("dpselect", epochs=20) > seconds("dpselect")

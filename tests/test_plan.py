@@ -146,7 +146,6 @@ def test_a_gaussian_stage_with_delta_zero_is_refused_in_the_plan():
     ("private_sampling", {"m": 10**12}, "m"),
     ("private_sampling", {"k": 10**13}, "k"),
     ("independent", {"bins": 10**12}, "bins"),
-    ("gsd", {"mutations": 10**12}, "mutations"),
     ("dpselect", {"components": 10**12}, "components"),
     ("dpselect", {"engine": "rows", "candidates": 10**12}, "candidates"),
     ("dpselect", {"engine": "ga", "population": 10**12}, "population"),

@@ -342,3 +342,33 @@ def test_an_origin_centuries_before_the_data_is_doubted_in_figures_that_hold():
             budget, {"domain": "basic", "measure": "zcdp"}), n)["d"]
         assert learned.upper - data.max() <= years / 2 * 365.25  # within the stated reach
         assert learned.lower >= schema["d"].origin - 0.1 * years * 365.25  # about the origin
+
+
+def test_a_kept_error_keeps_no_value_that_looks_like_a_word_of_ours():
+    """The auditor's cases: values equal to words of ours ('all', 'none') were kept, and a
+    CSV error's data line ran on past DuckDB's first line."""
+    from synth.errors import SchemaError, without_values
+    from synth.source import _said
+
+    kept = without_values(SchemaError(
+        "column 'plan': 30 values are not among its 2 categories (e.g. ['all', 'none'])"),
+        ["plan"])
+    assert "'plan'" in kept and "all" not in kept and "none" not in kept
+    said = _said(RuntimeError("Invalid Input Error: CSV Error on Line: 3002\nOriginal Line: "
+                              '57,"Carol Jones\n58,Dave Smith\nValue with unterminated quote'))
+    assert "Carol" not in said and "Dave" not in said and "3002" in said
+
+
+def test_the_auditors_shapes_share_an_account_across_formats(tmp_path):
+    """Timestamps some of which fall at midnight, float32 numbers and a literal "NA" split
+    a CSV's account from its Parquet copy's."""
+    from synth.data import fingerprint, read_table
+
+    table = pd.DataFrame({"visit": pd.to_datetime(["2021-03-01 00:00", "2021-03-02 09:15",
+                                                   "2021-03-03 14:40"]),
+                          "dept": ["A", "B", "NA"],
+                          "dose": np.array([0.1, 2.5, 3.7], dtype=np.float32)})
+    table.to_csv(tmp_path / "t.csv", index=False)
+    table.to_parquet(tmp_path / "t.parquet")
+    assert fingerprint(read_table(tmp_path / "t.csv")) == fingerprint(
+        read_table(tmp_path / "t.parquet"))
