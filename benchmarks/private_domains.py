@@ -87,7 +87,8 @@ def bounds_figures(real: pd.DataFrame, learned, public) -> dict[str, dict]:
 
 def one(name: str, table: pd.DataFrame, schema, method: str, epsilon: float, private: bool,
         seed: int) -> dict:
-    from synth.evaluation import marginal_tvd, quality
+    from synth.evaluation import marginal_tvd
+    from synth.quality import quality
     from synth.runs import run, split
 
     public = schema

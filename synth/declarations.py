@@ -27,6 +27,7 @@ from synth.schema import (
     Column,
     Schema,
     category_values,
+    infer_schema,
 )
 
 RARE = 5  # a category held by fewer rows is called rare in warnings
@@ -43,8 +44,6 @@ def shortcut(schema: Schema, table: pd.DataFrame, names: Iterable[str]
     category list longer than :data:`SHORTCUT_SHARE` of the rows, as the table shows them
     now (whatever flags the schema file kept). Publishing such a list publishes the rows'
     identifiers or amounts; the steward may still name one deliberately."""
-    from synth.schema import infer_schema  # the flags as inference reads them today
-
     names = [n for n in names if n in schema.names]
     seen = infer_schema(table[[n for n in names if n in table.columns]]) if names else None
     kept, skipped = [], {}

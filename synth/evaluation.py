@@ -7,19 +7,20 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from synth.declarations import present_numbers
 from synth.encoding import Discretizer
 from synth.errors import SchemaError
 from synth.marginals import marginal
 from synth.missing import encode, model_frame, model_schema
 from synth.schema import (
     CATEGORICAL,
-    MISSING,
+    OTHER,
     Schema,
     category_values,
     check_columns,
@@ -38,6 +39,8 @@ class Fidelity:
     tvd2: float
     per_column: pd.Series  # column → 1-way TVD
     per_pair: pd.DataFrame  # symmetric matrix of 2-way TVDs, NaN on the diagonal
+    # column → share of the real rows the release cannot hold (outside its bounds, folded)
+    outside: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))
 
 
 def _histogram(codes: np.ndarray, sizes: np.ndarray, columns: tuple[int, ...]) -> np.ndarray:
@@ -46,9 +49,13 @@ def _histogram(codes: np.ndarray, sizes: np.ndarray, columns: tuple[int, ...]) -
     return counts / max(counts.sum(), 1.0)
 
 
-def comparable(schema: Schema, *tables: pd.DataFrame) -> Schema:
+def comparable(schema: Schema, *tables: pd.DataFrame, real: pd.DataFrame | None = None
+               ) -> Schema:
     """``schema`` with every category that occurs in ``tables`` but not in the schema added,
-    so a measurement never fails on them: mass on an unknown category counts as distance."""
+    so a measurement never fails on them: mass on an unknown category counts as distance.
+    Given the ``real`` table, a number's or date's bounds widen to cover its values, so
+    they are binned where they lie, never clipped into a release's learned range (a tail
+    the release lost shows as lost)."""
     for table in tables:
         check_columns(table, schema)
     columns = []
@@ -57,15 +64,43 @@ def comparable(schema: Schema, *tables: pd.DataFrame) -> Schema:
             seen = set().union(*(category_values(t[col.name]) for t in tables))
             extra = sorted(seen - set(col.categories))
             col = replace(col, categories=(*col.categories, *extra))
+        elif real is not None and col.lower is not None and col.name in real.columns:
+            values = present_numbers(col, real[col.name])
+            if values.size:
+                col = replace(col, lower=min(col.lower, float(values.min())),
+                              upper=max(col.upper, float(values.max())))
         columns.append(col)
     return replace(schema, columns=tuple(columns))
+
+
+def outside(real: pd.DataFrame, schema: Schema) -> pd.Series:
+    """Per column, the share of ``real``'s rows the release cannot hold: a number or date
+    beyond its released bounds (a blank is a value it holds), a category it folds into
+    ``other`` or lacks. For the steward's eyes: it reads the private table."""
+    shares = {}
+    for col in schema:
+        if col.name not in real.columns or not len(real):
+            continue
+        values = real[col.name]
+        if col.kind == CATEGORICAL:  # a list with 'other' folds what it lacks into it
+            kept = set(col.categories or ()) - {OTHER}
+            shares[col.name] = float((~category_values(values).isin(kept)).mean()) if (
+                OTHER in (col.categories or ())) else 0.0
+        elif col.lower is not None:
+            numbers = present_numbers(col, values)
+            shares[col.name] = float(((numbers < col.lower) | (numbers > col.upper)).sum()
+                                     / len(values))
+    return pd.Series(shares, dtype=float)
 
 
 def marginal_tvd(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
                  bins: int = FIDELITY_BINS) -> Fidelity:
     """TVDs between the tables' marginals; numbers in ``bins`` equal-width bins over the
-    schema's bounds, categories as they are (categories the schema lacks are added)."""
-    schema = comparable(schema, real, synth)
+    schema's bounds widened to cover the real values (never clipped into a release's
+    learned range), categories as they are (categories the schema lacks are added); with
+    each column's share of real rows :func:`outside` the release."""
+    lost = outside(real, schema)
+    schema = comparable(schema, real, synth, real=real)
     a, b = prepare(real, schema), prepare(synth, schema, released=True)
     # a missing number is a value: its indicator is compared too, where either table has any
     schema = replace(schema, columns=tuple(
@@ -87,107 +122,7 @@ def marginal_tvd(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
         pair[i, j] = pair[j, i] = 0.5 * np.abs(p - q).sum()
     tvd2 = float(np.nanmean(pair)) if len(names) > 1 else float("nan")
     return Fidelity(float(per_column.mean()), tvd2, per_column,
-                    pd.DataFrame(pair, index=names, columns=names))
-
-
-QUALITY_BINS = 10  # SDMetrics discretizes a number into 10 bins of the real data's range
-
-
-@dataclass(frozen=True)
-class Quality:
-    """SDMetrics' Quality Report by its published definitions (sdmetrics itself needs pandas
-    < 3): **column shapes**, per column 1 − the Kolmogorov–Smirnov statistic of a number's
-    present values (KSComplement) or 1 − the total variation distance of a category's
-    frequencies (TVComplement); **column pair trends**, per pair of numbers
-    1 − |ρ_real − ρ_synthetic|/2 of Pearson's correlation (CorrelationSimilarity), for any
-    other pair 1 − the total variation distance of the two tables' normalised contingency
-    tables, numbers cut into 10 bins over the real data's range (ContingencySimilarity); a
-    missing value is a category of its own. Each property is its scores' mean (a pair whose
-    correlation is undefined is left out), **overall** the two properties' mean."""
-
-    column_shapes: float
-    column_pair_trends: float
-    overall: float
-    shapes: pd.Series  # column → score
-    trends: pd.DataFrame  # symmetric matrix of pair scores, NaN on the diagonal
-
-
-def ks_complement(real: pd.Series, synth: pd.Series) -> float:
-    """1 − sup |F_real − F_synthetic| over the present values (missing ones are ignored)."""
-    a, b = (np.sort(pd.to_numeric(v, errors="coerce").dropna().to_numpy(dtype=float))
-            for v in (real, synth))
-    if len(a) == 0 or len(b) == 0:
-        return float(len(a) == len(b))
-    points = np.concatenate([a, b])
-    gap = np.abs(np.searchsorted(a, points, side="right") / len(a)
-                 - np.searchsorted(b, points, side="right") / len(b))
-    return float(1 - gap.max())
-
-
-def tv_complement(real: np.ndarray, synth: np.ndarray, size: int) -> float:
-    """1 − ½·Σ|p_real − p_synthetic| over ``size`` labels, each table's given as codes."""
-    p, q = (np.bincount(codes, minlength=size) / max(len(codes), 1) for codes in (real, synth))
-    return float(1 - 0.5 * np.abs(p - q).sum())
-
-
-def correlation_similarity(real: pd.DataFrame, synth: pd.DataFrame) -> float:
-    """1 − |ρ_real − ρ_synthetic|/2 of two numbers' Pearson correlation (rows where both are
-    present); NaN when either correlation is undefined (a constant column)."""
-    rho = [frame.astype(float).dropna().corr().iloc[0, 1] if len(frame.dropna()) > 1
-           else np.nan for frame in (real, synth)]
-    return float(1 - abs(rho[0] - rho[1]) / 2)
-
-
-def _labels(real: pd.Series, synth: pd.Series, numeric: bool
-            ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Both tables' column as the codes of the labels a contingency table counts, and how
-    many labels: a number's bin of ten over the real data's range (the outer bins
-    open-ended), a category as itself; missing is a label of its own."""
-    if numeric:
-        x, y = (pd.to_numeric(v, errors="coerce").to_numpy(dtype=float) for v in (real, synth))
-        present = x[~np.isnan(x)]
-        inner = np.histogram_bin_edges(present, QUALITY_BINS)[1:-1] if len(present) else []
-        both = np.concatenate([x, y])
-        bins = np.searchsorted(inner, both, side="right").astype(object)
-        bins[np.isnan(both)] = MISSING
-        labels = pd.Series(bins, dtype=object)
-    else:
-        labels = pd.concat([category_values(real), category_values(synth)], ignore_index=True)
-    codes, uniques = pd.factorize(labels)
-    return codes[:len(real)], codes[len(real):], len(uniques)
-def quality(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> Quality:
-    """:class:`Quality` of ``synth`` against ``real`` over ``schema``'s columns (the user's
-    columns: a number's blanks are its missing values, not a column of their own)."""
-    schema = comparable(schema, real, synth)
-    if len(synth) == 0:
-        raise SchemaError("the synthetic table has no rows")
-    # numbers as they are: a learned bound's clipping is part of what is measured
-    loose = replace(schema, columns=tuple(
-        c if c.kind == CATEGORICAL else replace(c, lower=None, upper=None, public=False,
-                                                learned=False, missing="indicator",
-                                                fill_value=None)
-        for c in schema))
-    real, synth = prepare(real, loose), prepare(synth, loose, released=True)
-    names = schema.names
-    numeric = {c.name: c.kind != CATEGORICAL for c in schema}
-    labels = {n: _labels(real[n], synth[n], numeric[n]) for n in names}
-    shapes = pd.Series([ks_complement(real[n], synth[n]) if numeric[n] else
-                        tv_complement(*labels[n]) for n in names], index=names, dtype=float)
-    trends = np.full((len(names), len(names)), np.nan)
-    for i, j in itertools.combinations(range(len(names)), 2):
-        a, b = names[i], names[j]
-        if numeric[a] and numeric[b]:
-            score = correlation_similarity(real[[a, b]], synth[[a, b]])
-        else:  # the pair's label is one code of size_a × size_b
-            (ra, sa, ka), (rb, sb, kb) = labels[a], labels[b]
-            score = tv_complement(ra * kb + rb, sa * kb + sb, ka * kb)
-        trends[i, j] = trends[j, i] = score
-    shape = float(shapes.mean())
-    pairs = trends[np.triu_indices(len(names), 1)]
-    trend = float(np.nanmean(pairs)) if np.isfinite(pairs).any() else float("nan")
-    overall = float(np.nanmean([shape, trend]))
-    return Quality(shape, trend, overall, shapes, pd.DataFrame(trends, index=names,
-                                                                columns=names))
+                    pd.DataFrame(pair, index=names, columns=names), lost)
 
 
 def _model(schema: Schema, target: str, kind: str):
@@ -313,6 +248,8 @@ def evaluate(real_test: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
     """The protocol's figures for one synthetic table: :func:`utility` on ``real_test`` and
     fidelity (TVDs and :func:`quality`) against ``real_train`` when given (the protocol),
     else against ``real_test``."""
+    from synth.quality import quality  # it builds on comparable, here
+
     scores = utility(real_test, synth, schema, target, real_train)
     reference = real_train if real_train is not None else real_test
     fidelity = marginal_tvd(reference, synth, schema)
@@ -320,4 +257,5 @@ def evaluate(real_test: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
     return {"rows": len(synth), **scores, "tvd1": fidelity.tvd1, "tvd2": fidelity.tvd2,
             "column_shapes": report.column_shapes,
             "column_pair_trends": report.column_pair_trends, "quality": report.overall,
+            "data_validity": report.validity,
             "tvd_reference": "train" if real_train is not None else "test"}

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from synth import dates
 from synth.encoding import Discretizer
-from synth.evaluation import FIDELITY_BINS, Fidelity, comparable
+from synth.evaluation import FIDELITY_BINS, Fidelity, comparable, outside
 from synth.marginals import marginal
 from synth.methods.base import Event, Progress
 from synth.missing import model_frame, model_schema
@@ -51,11 +51,13 @@ def marginal_charts(real: pd.DataFrame | None, synthetic: Mapping[str, pd.DataFr
                     ) -> list[go.Figure]:
     """:func:`marginal_chart` of each of ``columns``, the tables prepared once for them all
     and only in those columns (preparing whole tables per chart made a report of a
-    Bank-sized run take 7 s)."""
+    Bank-sized run take 7 s). Real values are binned where they lie, never clipped into the
+    release's range, and the title says what share of them the release cannot hold."""
     columns = list(columns)
     tables = {**({REAL: real} if real is not None else {}), **synthetic}
-    schema = comparable(schema.drop(c for c in schema.names if c not in columns),
-                        *tables.values())
+    schema = schema.drop(c for c in schema.names if c not in columns)
+    lost = outside(real, schema) if real is not None else pd.Series(dtype=float)
+    schema = comparable(schema, *tables.values(), real=real)
     disc = Discretizer(model_schema(schema), bins=bins)
     codes = {name: disc.codes(model_frame(table, schema, released=name != REAL or real is None))
              for name, table in tables.items()}
@@ -68,7 +70,9 @@ def marginal_charts(real: pd.DataFrame | None, synthetic: Mapping[str, pd.DataFr
         for name, table_codes in codes.items():
             share = marginal(table_codes, disc.sizes, (j,)) / max(len(table_codes), 1)
             fig.add_bar(name=name, x=x, y=share, hovertext=hover)
-        fig.update_layout(barmode="group", title=f"{column}: share of rows{note}",
+        share = float(lost.get(column, 0.0))
+        lose = f"; {share:.1%} of real rows lie outside the release" if share else ""
+        fig.update_layout(barmode="group", title=f"{column}: share of rows{note}{lose}",
                           yaxis_title="share of rows", legend_title="table")
         if schema[column].kind == DATETIME:  # dates on a time axis, each bar its stretch
             fig.update_xaxes(type="date", title=f"{column} (by {schema[column].granularity})")

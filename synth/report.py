@@ -48,7 +48,8 @@ def steward_report(record: Mapping[str, Any], synthetic: pd.DataFrame, real: pd.
     """The release report plus real-against-synthetic comparisons: for the steward only.
     ``scores`` are the run's utility figures (:func:`synth.evaluation.utility`), drawn
     against their chance and real-data lines when given."""
-    from synth.evaluation import marginal_tvd, quality
+    from synth.evaluation import marginal_tvd
+    from synth.quality import quality
 
     title = f"Steward-only report (not for release): {record.get('method', 'a run')}"
     fit = quality(real, synthetic, schema)
@@ -56,7 +57,8 @@ def steward_report(record: Mapping[str, Any], synthetic: pd.DataFrame, real: pd.
             _h("Real against synthetic", 2), _p(REAL_DATA),
             _table({"quality (SDMetrics' Quality Report)": f"{fit.overall:.3f}",
                     "column shapes": f"{fit.column_shapes:.3f}",
-                    "column pair trends": f"{fit.column_pair_trends:.3f}"})]
+                    "column pair trends": f"{fit.column_pair_trends:.3f}",
+                    "data validity (SDMetrics' Diagnostic Report)": f"{fit.validity:.3f}"})]
     if scores and "accuracy" in scores:
         body.append(_figure(utility_chart({record.get("method", "run"): scores}, scores)))
     body += [_figure(tvd_heatmap(marginal_tvd(real, synthetic, schema))),

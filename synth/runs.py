@@ -270,7 +270,8 @@ class Run:
                  ) -> tuple[Fidelity | None, dict[str, Any], list[Check]]:
         """(fidelity, scores, checklist) of a release against the private table, for the
         steward's eyes: a failure is said in the scores or the checklist, never the run's."""
-        from synth.evaluation import marginal_tvd, quality, utility
+        from synth.evaluation import marginal_tvd, utility
+        from synth.quality import quality
 
         fidelity, scores, checklist = None, {}, []
         try:
@@ -280,7 +281,7 @@ class Run:
             report = quality(table, synthetic, schema)
             scores = {"column_shapes": report.column_shapes,
                       "column_pair_trends": report.column_pair_trends,
-                      "quality": report.overall}
+                      "quality": report.overall, "data_validity": report.validity}
             if test is not None and not test.empty and schema.target is not None:
                 scores.update(utility(test, synthetic, schema, real_train=table))
         except Exception as exc:  # the release is paid for: keep it

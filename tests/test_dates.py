@@ -376,8 +376,9 @@ def test_a_naive_column_refuses_every_zoned_form(text):
 
 def test_a_release_is_read_in_its_own_format_and_the_private_table_in_its_input_format():
     from synth.checklist import release_checklist
-    from synth.evaluation import marginal_tvd, quality
+    from synth.evaluation import marginal_tvd
     from synth.plots import marginal_charts
+    from synth.quality import quality
 
     real = signups(1500, fmt="%m/%d/%Y")  # US order: 01/06/2021 is the 6th of January
     col = Column("signup_date", DATETIME, "2020-01-01", "2021-12-31", public=True,

@@ -9,10 +9,10 @@ from synth.evaluation import (
     evaluate,
     majority_rate,
     marginal_tvd,
-    quality,
     tree_utility,
 )
 from synth.protocol import protocol_split
+from synth.quality import quality
 from synth.schema import CATEGORICAL, NUMERIC, Column, Schema
 
 
@@ -71,26 +71,49 @@ def quality_tables():
 
 
 def test_quality_matches_sdmetrics_definitions_computed_by_hand():
-    """SDMetrics' Quality Report, figures worked by hand:
+    """SDMetrics 0.32's Quality Report, figures worked by hand:
     shapes: x and y, KS = sup|F_real − F_synth| = 0.5 at 2 (0.5 against 1.0), so 0.5 each;
-    c, TVD of (½, ½) against (¾, ¼) = 0.25, so 0.75; mean 0.5833.
-    trends: x–y, ρ 1 against −1, so 1 − 2/2 = 0; x–c, x in 10 bins over [1, 4] (1 → bin 0,
-    2 → 3, 3 → 6, 4 → 9): real (0,a) (3,a) (6,b) (9,b) a quarter each, synthetic (0,a) ½,
-    (3,a) ¼, (3,b) ¼, TVD ½, so 0.5; y–c likewise 0.5; mean 0.3333. Overall 0.4583."""
+    c, TVD of (½, ½) against (¾, ¼) = 0.25, so 0.75; mean 7/12.
+    trends: x–y, ρ_real 1 (over 0.5: counted) against −1, so 1 − 2/2 = 0; x–c, each table's
+    x in 10 bins over its own range, numbered as numpy.digitize does (real 1, 2, 3, 4 → 1,
+    4, 7, 11; synthetic 1, 2 → 1, 11): real (1,a) (4,a) (7,b) (11,b) a quarter each,
+    synthetic (1,a) ½, (11,a) ¼, (11,b) ¼, TVD ½, so 0.5 (Cramér's V of the real pair 1,
+    over 0.3: counted); y–c, synthetic y 2, 2, 1, 1 → (11,a) ½, (1,a) ¼, (1,b) ¼, TVD ¾, so
+    0.25; mean 0.25. Overall (7/12 + 1/4)/2 = 5/12. Every synthetic value lies within the
+    real range and categories: data validity 1."""
     real, synth, schema = quality_tables()
     q = quality(real, synth, schema)
     assert q.shapes.to_dict() == pytest.approx({"x": 0.5, "y": 0.5, "c": 0.75})
     assert q.trends.loc["x", "y"] == pytest.approx(0.0)
-    assert q.trends.loc["x", "c"] == pytest.approx(0.5) == q.trends.loc["c", "y"]
+    assert q.trends.loc["x", "c"] == pytest.approx(0.5)
+    assert q.trends.loc["c", "y"] == pytest.approx(0.25)
     assert q.column_shapes == pytest.approx(7 / 12)
-    assert q.column_pair_trends == pytest.approx(1 / 3)
-    assert q.overall == pytest.approx((7 / 12 + 1 / 3) / 2)
+    assert q.column_pair_trends == pytest.approx(1 / 4)
+    assert q.overall == pytest.approx(5 / 12)
+    assert q.validity == 1.0
     same = quality(real, real, schema)
     assert same.overall == pytest.approx(1.0)
 
 
+def test_pairs_without_a_real_trend_do_not_count():
+    """SDMetrics scores a pair of numbers only where |ρ_real| > 0.5 and any other pair only
+    where the real Cramér's V > 0.3: the flights table's overall read 0.20–0.23 higher when
+    every pair counted."""
+    schema = Schema((Column("x", NUMERIC, 0, 10, public=True),
+                     Column("y", NUMERIC, 0, 10, public=True),
+                     Column("c", CATEGORICAL, categories=("a", "b"), public=True)))
+    real = pd.DataFrame({"x": [1, 2, 3, 4] * 5, "y": [2, 4, 1, 3] * 5,  # ρ = 0.2
+                         "c": ["a"] * 10 + ["b"] * 10})
+    q = quality(real, real.sample(frac=1, random_state=0), schema)
+    assert np.isnan(q.trends.loc["x", "y"])  # |ρ_real| 0.2: left out
+    assert np.isnan(q.trends.loc["x", "c"])  # x and c independent: V = 0
+    assert np.isnan(q.column_pair_trends) and q.overall == q.column_shapes
+
+
 def test_quality_counts_missing_values_as_sdmetrics_does():
-    """KSComplement ignores missing values; a contingency table counts them as a label."""
+    """KSComplement ignores missing values; a contingency table counts them as a label (in
+    the bin past the last edge, with the largest value); boundary adherence counts a blank
+    as outside where the real column has none."""
     real, _, schema = quality_tables()
     schema = schema.replace_column(Column("x", NUMERIC, 0, 10, public=True, integer=True,
                                           missing="indicator"))
@@ -98,8 +121,9 @@ def test_quality_counts_missing_values_as_sdmetrics_does():
     q = quality(real, blanks, schema)
     # present x: [1, 2] against [1, 2, 3, 4]: KS 0.5
     assert q.shapes["x"] == pytest.approx(0.5)
-    # x–c: real (0,a) (3,a) (6,b) (9,b); blanked (0,a) (3,a) (missing,b) ×2: TVD ½
+    # x–c: real (1,a) (4,a) (7,b) (11,b); blanked x over [1, 2]: (1,a) (11,a) (11,b) ×2
     assert q.trends.loc["x", "c"] == pytest.approx(0.5)
+    assert q.adherence["x"] == 0.5 and q.adherence["c"] == 1.0
 
 
 def test_learned_bounds_that_clip_show_in_the_shapes():

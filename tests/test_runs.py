@@ -85,7 +85,8 @@ def test_a_failed_measurement_keeps_the_release(sample):
     table, schema = sample
     record = run(table, schema, "independent", 1.0, test=table.iloc[:0])  # nothing to score
     # the quality scores need no test rows; utility does, so it is left out
-    assert set(record.scores) == {"column_shapes", "column_pair_trends", "quality"}
+    assert set(record.scores) == {"column_shapes", "column_pair_trends", "quality",
+                                  "data_validity"}
     assert len(record.synthetic) == len(table)
     unscorable = table.drop(columns=[schema.target])
     record = run(table, schema, "independent", 1.0, test=unscorable)
