@@ -192,6 +192,19 @@ dropped = st.multiselect(
     persist_state="session",
     help="Every column is released unless you leave it out. Identifier-like and constant "
          "columns (see the warnings) only waste privacy budget.")
+known = [c for c in ds.base if c.meaning]
+if known and not {c.name for c in known} <= set(st.session_state.get(state.mine("public"), [])):
+    def declare_known() -> None:
+        chosen = st.session_state.get(state.mine("public"), [])
+        st.session_state[state.mine("public")] = [*chosen, *(
+            c.name for c in known if c.name not in chosen)]
+
+    st.button(f"Declare the {counted(len(known), 'domain')} known from column names public: "
+              + "; ".join(f"{c.name} ({c.meaning.split(' is ')[-1]})" for c in known[:6])
+              + ("…" if len(known) > 6 else ""), on_click=declare_known,
+              help="A month is 1–12 and an hour 0–23 whatever the table holds: proposed from "
+                   "each column's name, never read off its values, so declaring them "
+                   "publishes nothing about the rows and costs no budget.")
 public = st.multiselect(
     "Columns whose domain (categories or bounds) is public knowledge", names,
     default=[c.name for c in ds.base if c.public], key=state.mine("public"),

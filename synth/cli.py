@@ -113,14 +113,22 @@ def _program() -> str:
     return "python -m synth" if not called or called.endswith("__main__.py") else called
 
 
+SHORTCUTS = ("all", "categories", "known")  # --public words that name no column
+
+
 def cmd_schema_confirm(args: argparse.Namespace) -> int:
     schema = Schema.load(args.schema)
     table = read_table(args.data, max_bytes=args.max_bytes, encoding=args.encoding)
-    public = [n.strip() for item in args.public or [] for n in item.split(",") if n.strip()]
-    if public in (["all"], ["categories"]):  # a codebook of all, or of the categories alone
-        word = public[0]
-        public, skipped = declarations.shortcut(schema, table, [
+    asked = [n.strip() for item in args.public or [] for n in item.split(",") if n.strip()]
+    words = [w for w in asked if w in SHORTCUTS and w not in schema.names]
+    public = [n for n in asked if n not in words]
+    for word in words:  # a codebook of all, of the categories, or the domains names mean
+        if word == "known":
+            public += [c.name for c in schema if c.meaning]
+            continue
+        kept, skipped = declarations.shortcut(schema, table, [
             c.name for c in schema if word == "all" or c.kind == CATEGORICAL])
+        public += kept
         for name, why in skipped.items():
             print(f"warning: --public {word} leaves {name!r} undeclared ({why}): a shortcut "
                   "never publishes identifiers, numbers read as text or near-unique "
@@ -515,8 +523,9 @@ def build_parser() -> argparse.ArgumentParser:
                                       "public domains that match it")
     confirm.add_argument("--public", action="append", metavar="COLUMN,...",
                          help="columns whose categories or bounds are public knowledge ('all' "
-                              "for every column, 'categories' for every categorical one); "
-                              "repeatable")
+                              "for every column, 'categories' for every categorical one, "
+                              "'known' for every domain proposed from its name, such as a "
+                              "month's 1-12; combine them: categories,known); repeatable")
     confirm.add_argument("--nice", action="store_true",
                          help="round the bounds of newly public numeric columns outward to "
                               "round numbers: the exact extremes are not published, though "

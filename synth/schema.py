@@ -31,6 +31,7 @@ import pandas as pd
 from synth import dates
 from synth.dates import DATETIME, GRANULARITIES, TIMEZONES
 from synth.errors import DataError, SchemaError, as_float
+from synth.meaning import MEANINGS, fits, meant, weekday
 
 NUMERIC = "numeric"
 CATEGORICAL = "categorical"
@@ -69,6 +70,9 @@ class Column:
     flags: tuple[str, ...] = ()
     digits: int | None = None  # significant digits a released number keeps (None: DIGITS)
     blanks: bool = True  # missing='indicator': False once a run learned privately there are none
+    # the domain proposed from the column's name and kind, public knowledge ("a month is
+    # 1–12", synth.meaning), not read off the table; None: no such proposal
+    meaning: str | None = None
     # a datetime column (synth.dates): lower, upper, origin and fill_value count whole
     # granularity units since the epoch (a schema file writes them as ISO 8601 dates); the
     # origin is public, and model-space values count from it (by default from the lower bound)
@@ -216,7 +220,7 @@ class Column:
         d = {f.name: getattr(self, f.name) for f in fields(self)}  # asdict deep-copies: slow
         d["categories"] = list(self.categories) if self.categories is not None else None
         d["flags"] = list(self.flags)
-        for name, default in (("digits", None), ("blanks", True)):
+        for name, default in (("digits", None), ("blanks", True), ("meaning", None)):
             if d[name] == default:  # a schema file says nothing of a default
                 del d[name]
         if self.kind != DATETIME:
@@ -651,6 +655,44 @@ def _categories_of(values: pd.Series) -> tuple[str, ...]:
 
 def _infer_column(name: str, values: pd.Series | np.ndarray, max_codes: int,
                   id_ratio: float) -> Column:
+    """A column's proposal (:func:`_read_column`), its domain the one its name means where
+    it has one (:mod:`synth.meaning`): the whole of it, never the table's own range."""
+    return _by_meaning(_read_column(name, values, max_codes, id_ratio), values)
+
+
+def _by_meaning(col: Column, values: pd.Series | np.ndarray) -> Column:
+    meaning = meant(col.name) if col.kind != DATETIME else None
+    if meaning is None:
+        return col
+    numbers = pd.to_numeric(pd.Series(np.asarray(values, dtype=object)).map(
+        lambda v: np.nan if v is None or (isinstance(v, str) and not v.strip()) else v),
+        errors="coerce").to_numpy(dtype=float)
+    codes = col.kind == CATEGORICAL and col.categories is not None and all(
+        c == MISSING or _numbers(pd.Series([c])) is not None for c in col.categories)
+    if col.kind == CATEGORICAL and not codes:
+        return col  # 'age group' of ranges, month names: not numbers of the meaning
+    if meaning.words == MEANINGS[0].words:
+        meaning = weekday(numbers)
+    if not fits(meaning, numbers):
+        return replace(col, flags=(*col.flags, f"named like {meaning.name} but holds values "
+                                   f"outside {meaning.lower:g}–{meaning.upper:g} (or not "
+                                   "whole): its domain is not proposed from its name"))
+    flag = (f"proposed from its name: {meaning.said}, public knowledge not read off the "
+            "table (--public known, or the Data page, declares it)")
+    if codes:
+        if not meaning.whole or meaning.upper - meaning.lower > 100:
+            return col
+        every = tuple(str(i) for i in range(int(meaning.lower), int(meaning.upper) + 1))
+        blank = (MISSING,) if MISSING in (col.categories or ()) else ()
+        return replace(col, categories=(*every, *blank), meaning=meaning.said,
+                       flags=(*col.flags, flag))
+    return replace(col, lower=float(meaning.lower), upper=float(meaning.upper),
+                   integer=meaning.whole or col.integer, meaning=meaning.said,
+                   flags=(*col.flags, flag))
+
+
+def _read_column(name: str, values: pd.Series | np.ndarray, max_codes: int,
+                 id_ratio: float) -> Column:
     # each distinct value is looked at once (factorize), so a wide or many-valued table is
     # read in about linear time
     plain = values.dtype.kind in "biufO"  # as a numpy array: no per-call pandas overhead
