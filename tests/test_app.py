@@ -685,7 +685,7 @@ def test_edit_a_column_on_the_data_page(app):
 
 def test_declaring_a_domain_public_shows_and_rounds_what_it_publishes(app):
     rows = "\n".join(f'{18 + i % 50},{"abc"[i % 3]},"3,{100 + i}"' for i in range(300))
-    data = f"age,group,salary\n{rows}\n".encode()
+    data = f"tenure,group,salary\n{rows}\n".encode()
     app.sidebar.file_uploader[0].set_value(("ages.csv", data, "text/csv")).run()
     assert any("salary" in w.value and "numbers stored as text (e.g. '3,100')" in w.value
                for w in app.warning)
@@ -694,14 +694,14 @@ def test_declaring_a_domain_public_shows_and_rounds_what_it_publishes(app):
     assert described.loc["salary", "kind"] == "numeric"
     assert described.loc["salary", "domain"] == "[3100, 3399]"
     public = next(m for m in app.multiselect if m.label.startswith("Columns whose domain"))
-    public.select("age").select("salary").run()
-    assert "**age**: whole numbers in [18, 67]" in texts(app)
-    assert any("age" in w.value and "lower 18 is the table's minimum" in w.value
+    public.select("tenure").select("salary").run()
+    assert "**tenure**: whole numbers in [18, 67]" in texts(app)
+    assert any("tenure" in w.value and "lower 18 is the table's minimum" in w.value
                for w in app.warning)
     next(b for b in app.button if b.label.startswith("Round the public bounds")).click().run()
     assert not app.exception and not app.error
     # widened outward, strictly beyond the table's extremes, to the package's round values
-    for name, (low, high) in {"age": (18, 67), "salary": (3100, 3399)}.items():
+    for name, (low, high) in {"tenure": (18, 67), "salary": (3100, 3399)}.items():
         shown = re.search(rf"\*\*{name}\*\*: whole numbers in \[(\S+), (\S+)\]", texts(app))
         lower, upper = float(shown[1]), float(shown[2])
         assert lower < low and upper > high and (lower, upper) == nice_bounds(low, high)

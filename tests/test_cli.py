@@ -51,8 +51,11 @@ def test_infer_run_evaluate_round_trip(tmp_path, adult_files):
                 "all", "--nice")
     assert res.returncode == 0, res.stderr
     assert ("age: numeric, whole numbers, a missing value: indicator; public whole numbers "
-            "in [10, 100]") in res.stderr  # 17–90 in the table
-    assert "'age': [10, 100] is the table's own range rounded" in res.stderr
+            "in [0, 120]") in res.stderr  # 17–90 in the table: an age's domain, by its name
+    assert ("hours-per-week: numeric, whole numbers, a missing value: indicator; public whole "
+            "numbers in [0, 100]") in res.stderr  # 1–99 in the table, rounded
+    assert "'hours-per-week': [0, 100] is the table's own range rounded" in res.stderr
+    assert "'age': [" not in res.stderr  # public knowledge: nothing about the table to warn of
     # a list of exactly the table's values warns where some are rare (Holand-Netherlands is
     # one person's); sex's two common values identify no one
     assert "warning: column 'native-country': the public categories are exactly the" in (

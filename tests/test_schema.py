@@ -21,7 +21,10 @@ def test_inference_on_text_cells():
     kinds = {c.name: c.kind for c in schema}
     assert kinds == {"age": "numeric", "code": "categorical", "flag": "categorical",
                      "city": "categorical", "score": "numeric", "zip": "numeric"}
-    assert schema["age"].integer and (schema["age"].lower, schema["age"].upper) == (20, 59)
+    # an age's domain by its name (synth.meaning), never the table's 20–59
+    assert schema["age"].integer and (schema["age"].lower, schema["age"].upper) == (0, 120)
+    assert schema["age"].meaning == "an age in years is 0–120"
+    assert (schema["zip"].lower, schema["zip"].upper) == (75001, 75001 + 17 * 39)
     assert not schema["score"].integer
     assert schema["code"].categories == ("1", "2", "3")
     assert schema["flag"].categories == ("no", "yes")
