@@ -111,9 +111,9 @@ def canonical(column: pd.Series) -> np.ndarray:
     a number as its shortest form (whole ones without a point: 37, 37.0 and "37.00" are
     "37"), true/false as "true"/"false", a timestamp as ISO 8601 (a date alone at
     midnight), other text stripped, a blank (or a word a CSV reads as one, "NA") as one
-    marker. Text that reads as a number is
-    that number, so two tables differing only in how numbers are written share an account
-    (the safe side); floats a program re-formats (Excel keeps 15 digits) may not."""
+    marker. Text that reads as a number is that number, so two tables differing only in how
+    numbers are written share an account (the safe side); floats a program re-formats (Excel
+    keeps 15 digits) may not, and :func:`fragile_numbers` names them."""
     values = pd.Series(column, copy=False)
     blank = values.isna().to_numpy(copy=True)
     out = np.full(len(values), "\x00", dtype=object)

@@ -288,8 +288,8 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
     unanchored = [c.name for c in bounded if c.kind == DATETIME and c.origin is None]
     if unanchored:
         refusals.append(SchemaError(missing_origin(unanchored)))
-    doubts += [far_origin(c) for c in bounded if c.kind == DATETIME and c.origin is not None
-               and far_origin(c)]
+    doubts += [said for c in bounded if c.kind == DATETIME and c.origin is not None
+               and (said := far_origin(c))]
     if categorical and delta_c <= 0:
         refusals.append(BudgetError(f"columns {categorical[:6]}: learning categories "
                                     "privately needs δ > 0 in the domain share"))

@@ -9,7 +9,9 @@ point by at most 1; a unit of up to k rows moves k times that (``rows_per_unit``
   only one table of a neighbouring pair holds (count 1) leaks with probability
   ½e^{−(τ−1)/b} = δ, so this is (ε, δ)-DP (:class:`~synth.privacy.events.LaplaceThreshold`,
   which derives the δ of a unit's up to k keys; the threshold below meets it). ``other`` is
-  always part of the learned domain, so its presence says nothing about rare categories.
+  always part of the learned domain, so its presence says nothing about rare categories. A
+  list keeps at most ⌊2n/τ⌋ of them (the largest noisy counts: post-processing), a public cap
+  a plan prices before anything is read (:func:`most_categories`).
 * Numeric bounds: **three exponential mechanisms over a fixed grid** of signed edges, 0 and
   ±2^(j/8) (whole numbers for an integer column), so nothing about the grid depends on data.
   First a *scale* s: the octave [2^j, 2^(j+1)] of magnitudes |x| with the most values on
@@ -120,11 +122,9 @@ def most_categories(rows: int, event: LaplaceThreshold) -> int:
     return max(1, int(2 * rows // event.threshold))
 
 
-def noisy_categories(values: pd.Series, event: LaplaceThreshold,
-                     most: int | None = None) -> tuple[str, ...]:
-    """Categories whose Laplace-noised count clears the event's threshold (the ``most``
-    largest noisy counts, when given), then ``other``."""
-    return kept_categories(values.value_counts(), event, most)
+def noisy_categories(values: pd.Series, event: LaplaceThreshold) -> tuple[str, ...]:
+    """Categories whose Laplace-noised count clears the event's threshold, then ``other``."""
+    return kept_categories(values.value_counts(), event)
 
 
 def kept_categories(counts: pd.Series, event: LaplaceThreshold,
