@@ -335,13 +335,15 @@ def test_an_origin_centuries_before_the_data_is_doubted_in_figures_that_hold():
     _, doubts = domain_plan(schema, budget, Population(n, n))
     (said,) = [d for d in doubts if "sought outward from its origin" in d]
     years = (pd.Timestamp("today") - pd.Timestamp("1700-01-01")).days / 365.25
-    assert f"about {years / 2:,.0f} years past them" in said
+    assert f"about {years / 3:,.0f} years past them (95 % of the time" in said
     data = prepare(table, schema)["d"]
-    for _ in range(10):
+    within = []
+    for _ in range(40):  # 95 % within the stated reach: fewer than 32 of 40 is 5 σ off
         learned = learn_domains(prepare(table, schema), schema, Ledger(
             budget, {"domain": "basic", "measure": "zcdp"}), n)["d"]
-        assert learned.upper - data.max() <= years / 2 * 365.25  # within the stated reach
+        within.append(learned.upper - data.max() <= years / 3 * 365.25)
         assert learned.lower >= schema["d"].origin - 0.1 * years * 365.25  # about the origin
+    assert sum(within) >= 32, sum(within)
 
 
 def test_a_kept_error_keeps_no_value_that_looks_like_a_word_of_ours():
