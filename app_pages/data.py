@@ -49,6 +49,8 @@ def describe(schema: Schema) -> pd.DataFrame:
             domain = counted(len(c.categories or ()), "category", "categories")
         else:
             domain = f"[{c.shown(c.lower)}, {c.shown(c.upper)}]"
+        if c.meaning:  # public knowledge, proposed from the name: not read off the table
+            domain += f" ({c.meaning.split(' is ')[0]}, from its name)"
         kind = f"{c.kind} by {c.granularity}" if c.kind == DATETIME else c.kind
         rows.append({"column": c.name, "kind": kind,
                      "integer": c.integer if c.kind == NUMERIC else None,
@@ -207,7 +209,8 @@ if known and not {c.name for c in known} <= set(st.session_state.get(state.mine(
                    "publishes nothing about the rows and costs no budget.")
 public = st.multiselect(
     "Columns whose domain (categories or bounds) is public knowledge", names,
-    default=[c.name for c in ds.base if c.public], key=state.mine("public"),
+    default=None if state.mine("public") in st.session_state else [
+        c.name for c in ds.base if c.public], key=state.mine("public"),
     persist_state="session",
     help="A public domain costs no budget and is released exactly as listed below (a "
          "number or date that may be blank still pays a little to count its blanks, unless "
@@ -285,7 +288,8 @@ if shown or dated:
             st.markdown(f"**{col.name}** (domain learned privately): {published(col)}")
         said = warnings(ds.schema, ds.table)
         if said:  # one box, however many columns (the census sample opened with 11)
-            st.warning(f"{counted(len(said), 'public declaration')} match the table closely:"
+            st.warning(f"{counted(len(said), 'public declaration')} "
+                       f"{'matches' if len(said) == 1 else 'match'} the table closely:"
                        "\n" + "\n".join(f"- {line}" for line in said))
         numeric = [c.name for c in shown if c.kind != CATEGORICAL]
         if numeric and st.button("Round the public bounds to nice values",
@@ -303,7 +307,8 @@ if unanchored:  # said here, where the origin is declared, not first on Synthesi
     st.warning(f"{said[0].upper()}{said[1:]}: edit the column above.")
 if not ds.schema.releasable:
     private = [c.name for c in ds.schema if not c.public]
-    st.info(f"{len(private)} column domains are data-derived ({', '.join(private[:6])}"
+    st.info(f"{counted(len(private), 'column domain')} "
+            f"{'is' if len(private) == 1 else 'are'} data-derived ({', '.join(private[:6])}"
             f"{'…' if len(private) > 6 else ''}): a run learns them privately with part of "
             "the budget.")
 st.caption("Declaring a domain public asserts that its categories or bounds, as listed, are "

@@ -172,7 +172,7 @@ def warnings(schema: Schema, table: pd.DataFrame) -> list[str]:
         present = present_numbers(col, values) if col.kind != CATEGORICAL else None
         if col.kind == DATETIME:  # released whether or not the bounds are public
             out += _fixed_dates(col, present)
-        if not col.public:
+        if not col.public or col.meaning:  # a meaning's domain says nothing of the table
             continue
         if col.kind == CATEGORICAL:
             counts = category_values(values).value_counts()
@@ -248,7 +248,8 @@ def round_bounds(schema: Schema, table: pd.DataFrame, names: Iterable[str]) -> S
     chosen = set(names)
     columns = []
     for col in schema:
-        if col.name in chosen and col.kind != CATEGORICAL and col.lower is not None:
+        if col.name in chosen and col.kind != CATEGORICAL and col.lower is not None and (
+                not col.meaning):  # an hour stays 0–23, never rounded to 25
             present = present_numbers(col, table[col.name])
             lo, hi = _nice(col, float(present.min()), float(present.max())) if len(
                 present) else (col.lower, col.upper)

@@ -274,10 +274,11 @@ class Run:
         from synth.quality import quality
 
         fidelity, scores, checklist = None, {}, []
+        released = model.schema_.reading(schema)  # the bounds the release has, not the table's
         try:
             if isinstance(table, TableFile):
                 table = read_whole(table, schema.names)
-            fidelity = marginal_tvd(table, synthetic, schema)
+            fidelity = marginal_tvd(table, synthetic, released)
             report = quality(table, synthetic, schema)
             scores = {"column_shapes": report.column_shapes,
                       "column_pair_trends": report.column_pair_trends,
@@ -287,7 +288,7 @@ class Run:
         except Exception as exc:  # the release is paid for: keep it
             scores = {"error": _said(exc, schema.names)}
         try:
-            checklist = release_checklist(table, synthetic, model.schema_.reading(schema))
+            checklist = release_checklist(table, synthetic, released)
         except Exception as exc:
             checklist = [Check("checklist", f"could not be made: {_said(exc, schema.names)}",
                                warn=True)]

@@ -531,8 +531,9 @@ def edit_column(col: Column, values: pd.Series, kind: str, *, lower: Any = None,
     unknown = set(date_fields) - set(DATE_FIELDS)
     if unknown:
         raise SchemaError(f"column {col.name!r}: no such column fields {sorted(unknown)}")
+    given = col  # a domain the steward edits is theirs, no longer the meaning's
     if kind != col.kind:  # what follows is read off the data: a proposal again
-        col = replace(col, proposed=True)
+        col = replace(col, proposed=True, meaning=None)
     if kind != col.kind and kind == CATEGORICAL:
         col = _as_categorical(col, values)
     elif kind != col.kind and kind == DATETIME:
@@ -575,8 +576,11 @@ def edit_column(col: Column, values: pd.Series, kind: str, *, lower: Any = None,
     if kind != CATEGORICAL and (lower is not None or upper is not None):  # one given: the
         col = replace(col, lower=col.lower if lower is None else lower,  # other one stays
                       upper=col.upper if upper is None else upper, learned=False)
+        col = col if (col.lower, col.upper) == (given.lower, given.upper) else replace(
+            col, meaning=None)
     if kind == CATEGORICAL and categories is not None:
         col = replace(col, categories=tuple(categories), learned=False)
+        col = col if col.categories == given.categories else replace(col, meaning=None)
     if kind == NUMERIC and integer is not None:
         col = replace(col, integer=bool(integer))
     if kind != CATEGORICAL and missing is not None:  # a fill value not given stays
@@ -677,18 +681,14 @@ def _by_meaning(col: Column, values: pd.Series | np.ndarray) -> Column:
         return replace(col, flags=(*col.flags, f"named like {meaning.name} but holds values "
                                    f"outside {meaning.lower:g}–{meaning.upper:g} (or not "
                                    "whole): its domain is not proposed from its name"))
-    flag = (f"proposed from its name: {meaning.said}, public knowledge not read off the "
-            "table (--public known, or the Data page, declares it)")
     if codes:
         if not meaning.whole or meaning.upper - meaning.lower > 100:
             return col
         every = tuple(str(i) for i in range(int(meaning.lower), int(meaning.upper) + 1))
         blank = (MISSING,) if MISSING in (col.categories or ()) else ()
-        return replace(col, categories=(*every, *blank), meaning=meaning.said,
-                       flags=(*col.flags, flag))
+        return replace(col, categories=(*every, *blank), meaning=meaning.said)
     return replace(col, lower=float(meaning.lower), upper=float(meaning.upper),
-                   integer=meaning.whole or col.integer, meaning=meaning.said,
-                   flags=(*col.flags, flag))
+                   integer=meaning.whole or col.integer, meaning=meaning.said)
 
 
 def _read_column(name: str, values: pd.Series | np.ndarray, max_codes: int,

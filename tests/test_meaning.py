@@ -51,8 +51,7 @@ def test_known_domains_are_proposed_whole_never_narrowed_to_the_values():
     assert sorted(known) == sorted(["month", "DayOfMonth", "dep_hour", "day_of_week",
                                     "pct_full", "pilot_age", "build_year"])
     for name in known:  # marked as coming from meaning, and never declared by inference
-        assert any(f.startswith("proposed from its name") for f in schema[name].flags)
-        assert not schema[name].public
+        assert schema[name].meaning.startswith("a") and not schema[name].public
     assert schema["dep_time"].meaning is None and schema["dep_delay"].meaning is None
     hours = infer_schema(pd.DataFrame({"hour": [0, 517, 2359] * 10, "x": ["a"] * 30}))
     assert hours["hour"].meaning is None and "named like an hour" in hours["hour"].flags[-1]
@@ -110,3 +109,20 @@ def test_the_data_page_declares_known_domains_in_one_click(app):
                            "pilot_age", "build_year"}
     assert not [b for b in app.button if b.label.startswith("Declare the 7 domains")]
     assert not any("created with a default value" in str(w.value) for w in app.warning)
+
+
+def test_a_meanings_domain_is_neither_warned_about_nor_rounded_and_an_edit_is_yours():
+    """A steward's walk: an hour declared 0–23 was warned as 'upper 23 is the table's
+    maximum … round it to [0, 25]', and the round button would have allowed an hour of 25."""
+    from synth.declarations import round_bounds, warnings
+    from synth.schema import edit_column
+
+    table = flights()
+    schema = infer_schema(table).confirm().declare_public(["dep_hour", "month"])
+    assert not [w for w in warnings(schema, table) if "dep_hour" in w or "month" in w]
+    rounded = round_bounds(schema, table, ["dep_hour"])
+    assert (rounded["dep_hour"].lower, rounded["dep_hour"].upper) == (0, 23)
+    edited = edit_column(schema["dep_hour"], table["dep_hour"], "numeric", upper=30)
+    assert edited.meaning is None and edited.upper == 30  # the steward's now, and warned of
+    kept = edit_column(schema["dep_hour"], table["dep_hour"], "numeric", integer=True)
+    assert kept.meaning == "an hour is 0–23"

@@ -53,3 +53,24 @@ def test_a_public_range_loses_nothing_and_keeps_the_protocols_bins(adult_parts, 
     """Adult's public bounds cover its values: the protocol's figures are unchanged."""
     train = adult_parts[0]
     assert (outside(train, adult_public) == 0).all()
+
+
+def test_a_runs_figures_measure_what_its_release_cannot_hold(tmp_path):
+    """The steward's walk: the chart said 6.5 % of dep_delay's rows lay outside the release
+    while the summary's 'most lost' said 0.0 %: the run measured against the table's own
+    range instead of the released bounds. Both read the released schema now, as the
+    checklist does."""
+    from synth.runs import run
+    from synth.schema import infer_schema
+
+    rng = np.random.default_rng(5)
+    table = pd.DataFrame({"dep_delay": delays(6_000), "carrier": rng.choice(["AA", "DL"], 6_000)})
+    schema = infer_schema(table).confirm().declare_public(["carrier"])
+    record = run(table, schema, "independent", 1.0, 1e-6, shares={"domain": 0.5,
+                                                                   "measure": 0.5})
+    learned = record.schema["dep_delay"]
+    x = table["dep_delay"].to_numpy(dtype=float)
+    beyond = float(((x < learned.lower) | (x > learned.upper)).mean())
+    assert record.fidelity.outside["dep_delay"] == pytest.approx(beyond)
+    said = [c.text for c in record.checklist if "dep_delay" in c.text and "outside" in c.text]
+    assert not beyond or f"{beyond:.1%}" in said[0]
