@@ -531,7 +531,7 @@ def edit_column(col: Column, values: pd.Series, kind: str, *, lower: Any = None,
     unknown = set(date_fields) - set(DATE_FIELDS)
     if unknown:
         raise SchemaError(f"column {col.name!r}: no such column fields {sorted(unknown)}")
-    given = col  # a domain the steward edits is theirs, no longer the meaning's
+    before = col  # a domain the steward edits is theirs, no longer the meaning's
     if kind != col.kind:  # what follows is read off the data: a proposal again
         col = replace(col, proposed=True, meaning=None)
     if kind != col.kind and kind == CATEGORICAL:
@@ -576,11 +576,11 @@ def edit_column(col: Column, values: pd.Series, kind: str, *, lower: Any = None,
     if kind != CATEGORICAL and (lower is not None or upper is not None):  # one given: the
         col = replace(col, lower=col.lower if lower is None else lower,  # other one stays
                       upper=col.upper if upper is None else upper, learned=False)
-        col = col if (col.lower, col.upper) == (given.lower, given.upper) else replace(
+        col = col if (col.lower, col.upper) == (before.lower, before.upper) else replace(
             col, meaning=None)
     if kind == CATEGORICAL and categories is not None:
         col = replace(col, categories=tuple(categories), learned=False)
-        col = col if col.categories == given.categories else replace(col, meaning=None)
+        col = col if col.categories == before.categories else replace(col, meaning=None)
     if kind == NUMERIC and integer is not None:
         col = replace(col, integer=bool(integer))
     if kind != CATEGORICAL and missing is not None:  # a fill value not given stays

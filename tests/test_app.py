@@ -386,7 +386,7 @@ def test_schema_choices_on_the_data_page(app):
     assert not app.exception
     public = next(m for m in app.multiselect if m.label.startswith("Columns whose domain"))
     public.unselect("age").run()
-    assert "1 column domains are data-derived (age)" in texts(app)
+    assert "1 column domain is data-derived (age)" in texts(app)
     app.switch_page(SYNTH).run()
     assert any("learning data-derived domains" in s.label for s in app.slider)
 
@@ -723,7 +723,7 @@ def test_load_a_schema_file_on_the_data_page(app):
     app.file_uploader(key=key).set_value(
         ("mine.json", json.dumps(schema).encode(), "application/json")).run()
     assert not app.exception and not app.error
-    assert "1 column domains are data-derived (region)" in texts(app)
+    assert "1 column domain is data-derived (region)" in texts(app)
     # every widget shows what the file says
     public = [c["name"] for c in schema["columns"] if c["public"]]
     assert labelled(app.multiselect, "Columns whose domain").value == public
@@ -733,7 +733,7 @@ def test_load_a_schema_file_on_the_data_page(app):
     app.file_uploader(key=key).set_value(("bad.json", b"{not json", "application/json")).run()
     assert any("Loading bad.json failed" in e.value and "not valid JSON" in e.value
                for e in app.error)
-    assert "1 column domains are data-derived (region)" in texts(app)  # kept
+    assert "1 column domain is data-derived (region)" in texts(app)  # kept
 
 
 DATA = "app_pages/data.py"
