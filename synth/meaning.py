@@ -38,6 +38,7 @@ class Meaning:
 # the first a name says wins: a weekday before a day of the month before a month, so
 # 'day_of_week' is a weekday and 'DayOfMonth' a day
 MEANINGS = (
+    # 0–6 whatever the table holds: a 1–7 table is flagged, never given its own convention
     Meaning("a weekday", 0, 6, True, frozenset({"weekday", "dow", "dayofweek", "wday"})),
     Meaning("a day of the month", 1, 31, True, frozenset({"dom", "dayofmonth", "mday"})),
     Meaning("a month", 1, 12, True, frozenset({"month", "mnth", "mth"})),
@@ -74,11 +75,3 @@ def fits(meaning: Meaning, numbers: np.ndarray) -> bool:
     present = numbers[~np.isnan(numbers)]
     inside = bool(np.all((present >= meaning.lower) & (present <= meaning.upper)))
     return inside and (not meaning.whole or bool(np.all(present == np.round(present))))
-
-
-def weekday(numbers: np.ndarray) -> Meaning:
-    """A weekday numbered 0–6, or 1–7 where a 7 says Monday (or Sunday) is 1."""
-    present = numbers[~np.isnan(numbers)]
-    if present.size and present.max() == 7:
-        return Meaning("a weekday", 1, 7, True, MEANINGS[0].words)
-    return MEANINGS[0]

@@ -31,7 +31,7 @@ import pandas as pd
 from synth import dates
 from synth.dates import DATETIME, GRANULARITIES, TIMEZONES
 from synth.errors import DataError, SchemaError, as_float
-from synth.meaning import MEANINGS, fits, meant, weekday
+from synth.meaning import fits, meant
 
 NUMERIC = "numeric"
 CATEGORICAL = "categorical"
@@ -675,8 +675,6 @@ def _by_meaning(col: Column, values: pd.Series | np.ndarray) -> Column:
         c == MISSING or _numbers(pd.Series([c])) is not None for c in col.categories)
     if col.kind == CATEGORICAL and not codes:
         return col  # 'age group' of ranges, month names: not numbers of the meaning
-    if meaning.words == MEANINGS[0].words:
-        meaning = weekday(numbers)
     if not fits(meaning, numbers):
         return replace(col, flags=(*col.flags, f"named like {meaning.name} but holds values "
                                    f"outside {meaning.lower:g}–{meaning.upper:g} (or not "

@@ -20,7 +20,7 @@ def flights(n: int = 2_000, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame({
         "month": rng.integers(3, 10, n), "DayOfMonth": rng.integers(1, 29, n),
         "dep_hour": rng.integers(0, 24, n), "dep_time": rng.integers(0, 2360, n),
-        "day_of_week": rng.integers(1, 8, n), "pct_full": rng.uniform(20, 95, n).round(1),
+        "day_of_week": rng.integers(0, 7, n), "pct_full": rng.uniform(20, 95, n).round(1),
         "pilot_age": rng.integers(25, 65, n), "build_year": rng.integers(1990, 2020, n),
         "dep_delay": rng.integers(-20, 300, n), "carrier": rng.choice(["AA", "DL"], n)})
 
@@ -46,7 +46,9 @@ def test_known_domains_are_proposed_whole_never_narrowed_to_the_values():
     assert (schema["pct_full"].lower, schema["pct_full"].upper) == (0, 100)
     assert (schema["pilot_age"].lower, schema["pilot_age"].upper) == (0, 120)
     assert (schema["build_year"].lower, schema["build_year"].upper) == (1900, 2100)
-    assert schema["day_of_week"].categories == tuple(str(d) for d in range(1, 8))
+    assert schema["day_of_week"].categories == tuple(str(d) for d in range(7))
+    sundays = infer_schema(pd.DataFrame({"weekday": [1, 7] * 20, "x": ["a"] * 40}))
+    assert sundays["weekday"].meaning is None  # its convention is not read off the table
     known = [c.name for c in schema if c.meaning]
     assert sorted(known) == sorted(["month", "DayOfMonth", "dep_hour", "day_of_week",
                                     "pct_full", "pilot_age", "build_year"])
