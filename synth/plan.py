@@ -28,12 +28,12 @@ from synth.missing import model_schema
 from synth.privacy.budget import Budget, Ledger, LedgerEntry, default_delta
 from synth.privacy.domains import (
     DOMAIN,
+    PRESENT,
     STEPS,
     bounds_loss,
     column_events,
     domain_events,
     fewest_present,
-    keep_threshold,
     missing_origin,
     most_categories,
     scale_miss,
@@ -49,6 +49,9 @@ if TYPE_CHECKING:
 # a tenth is worth a warning (the figures are the mechanism's 95 % worst case): a refusal
 # names the shares of both
 DOOMED, DOUBTFUL = 1 / 2, 1 / 10
+# learned bounds: a run is refused past these (share a bound may cut off on a heavy tail, a
+# date's worst case, chance the scale misses the data), and doubted past the second three
+REFUSED, DOUBTED = (DOUBTFUL, DOOMED, DOOMED), (0.05, DOUBTFUL, DOUBTFUL)
 MOST_DOMAIN_SHARE, SHARE_STEP = 0.9, 0.05  # the app's slider
 
 
@@ -266,7 +269,7 @@ def _public_charges(schema: Schema, budget: Budget, population: Population) -> l
 def domain_plan(schema: Schema, budget: Budget, population: Population
                 ) -> tuple[list[SynthError], list[str]]:
     """(refusals, doubts) of learning the schema's private domains and blanks (see
-    :mod:`synth.privacy.domains`): each column gets an equal part of the domain share; a
+    :mod:`synth.privacy.domains`): each column gets its part of the domain share; a
     numeric column's bounds may cut off up to :func:`~synth.privacy.domains.bounds_loss` of
     the rows at each end, a category is kept when its count clears
     :func:`~synth.privacy.domains.keep_threshold`. The rows are at most k·U (public)."""
@@ -279,7 +282,7 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
                             f"learn: declare them public or give the budget a {DOMAIN!r} "
                             "share to learn them privately")], []
     eps, delta = budget.allowance(DOMAIN)
-    eps_c, delta_c, k = eps / len(todo), delta / len(todo), population.max_rows
+    k = population.max_rows
     rows = population.units * k
     bounded = [c for c in todo if c.kind != CATEGORICAL and not c.releasable]
     categorical = [c.name for c in todo if c.kind == CATEGORICAL]
@@ -290,37 +293,60 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
         refusals.append(SchemaError(missing_origin(unanchored)))
     doubts += [said for c in bounded if c.kind == DATETIME and c.origin is not None
                and (said := far_origin(c))]
-    if categorical and delta_c <= 0:
+    if categorical and delta <= 0:
         refusals.append(BudgetError(f"columns {categorical[:6]}: learning categories "
                                     "privately needs δ > 0 in the domain share"))
     if bounded:
-        def risk_at(epsilon: float) -> tuple[float, float]:
-            """The worst column's (share a bound may cut off, chance its scale misses the
-            data), at the domain share's ``epsilon``."""
-            plans = column_events(schema, epsilon, delta, rows, k)
-            return (max(bounds_loss(plans[c.name].bounds, rows, c.integer) for c in bounded),
-                    max(scale_miss(plans[c.name].bounds[0], rows, c.integer) for c in bounded))
+        def present(col: Column) -> int:
+            """The values the figures count on: half the rows where blanks may be."""
+            return max(int(rows * PRESENT), 1) if col.missing == "indicator" else rows
 
-        loss, miss = risk_at(eps)
+        def risk_at(epsilon: float) -> tuple[float, float, float]:
+            """The worst column's (share a bound may cut off on a heavy tail, the same for a
+            date's worst case, chance its scale misses the data), at the domain share's
+            ``epsilon``."""
+            plans = column_events(schema, epsilon, delta, rows, k)
+            loss = {c.name: bounds_loss(plans[c.name].bounds, rows, c.integer,
+                                        missing=c.missing == "indicator") for c in bounded}
+            dated = [c.name for c in bounded if c.kind == DATETIME]
+            return (max([v for name, v in loss.items() if name not in dated], default=0.0),
+                    max([loss[name] for name in dated], default=0.0),
+                    max(scale_miss(plans[c.name].bounds[0], present(c), c.integer)
+                        for c in bounded))
+
+        def past(epsilon: float, lines: tuple[float, float, float]) -> float:
+            """How far the risks at ``epsilon`` reach past ``lines``: ≥ 1 past."""
+            return max(risk / line for risk, line in zip(risk_at(epsilon), lines, strict=True))
+
+        *losses, miss = risk_at(eps)
+        loss = max(losses)
         said = (f"the bounds of {_listed([c.name for c in bounded])} are learned privately: "
-                f"with the domain share's ε = {eps:.3g} split over {len(todo)} columns, a "
-                f"bound may cut off up to {loss:.0%} of the {rows:,} rows at each end")
+                f"with the domain share's ε = {eps:.3g} shared by {len(todo)} columns, a "
+                f"bound may cut off up to {loss:.0%} of the {rows:,} rows at each end "
+                + ("on a tail as heavy as a flight delay's (95 % of draws; lighter tails lose "
+                   "less)" if losses[0] >= losses[1] else "(a date's, at 95 % confidence; "
+                   "usually far less)"))
         if miss > DOUBTFUL:
             said += (f", and the scale they are sought in may land where no values are (a "
                      f"chance of up to {miss:.0%}), which would put them far from the data")
-        if max(loss, miss) >= DOOMED:
-            possible, likely = (_advice(budget, lambda e: max(risk_at(e)), part)
-                                for part in (DOOMED, DOUBTFUL))
+        if past(eps, REFUSED) > 1:
+            possible, likely = (_advice(budget, lambda e, lines=lines: past(e, lines), 1.0)
+                                for lines in (REFUSED, DOUBTED))
             refusals.append(BudgetError(
                 f"{said}, so the bounds would be noise: declare their bounds public, leave "
-                f"columns out, or {possible} ({likely} to keep the loss under {DOUBTFUL:.0%})"))
-        elif max(loss, miss) > DOUBTFUL:
-            doubts.append(f"{said} (95 % confidence; usually far less); public bounds avoid "
-                          "the loss")
+                f"columns out, or {possible} ({likely} to keep the loss under "
+                f"{DOUBTED[0]:.0%})" if max(loss, miss) >= DOOMED else
+                f"{said}, more than the {REFUSED[0]:.0%} a run may lose: declare their "
+                f"bounds public, leave columns out, or {possible} ({likely} to keep the loss under "
+                f"{DOUBTED[0]:.0%})"))
+        elif past(eps, DOUBTED) > 1:
+            doubts.append(f"{said}; public bounds avoid the loss")
         plans = column_events(schema, eps, delta, rows, k)
         sparse = {c.name: fewest_present(plans[c.name].bounds[0], c.integer) for c in bounded
                   if c.missing == "indicator"}  # figures that count every row as a value
-        sparse = {name: p for name, p in sparse.items() if p > DOUBTFUL * rows}
+        # every scale lands as surely when half the rows have a value (domains.PRESENT):
+        # doubted only where the share could not buy that
+        sparse = {name: p for name, p in sparse.items() if p > PRESENT * rows + 1}
         if sparse and not refusals:
             need = max(sparse.values())
             doubts.append(
@@ -330,8 +356,9 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
                 + " (how many are blank is private): with fewer they may land far from the "
                 "data; declare their bounds, set the missing policy to none for a column "
                 "without blanks, or give the domain share more")
-    if categorical and delta_c > 0:
-        tau = keep_threshold(eps_c, delta_c, k)
+    if categorical and delta > 0:
+        plans = column_events(schema, eps, delta, rows, k)
+        tau = max(plans[name].categories.threshold for name in categorical)
         if tau > DOOMED * rows:
             doubts.append(f"categories of {_listed(categorical)} are learned privately: a "
                           f"category needs about {tau:,.0f} of at most {rows:,} rows to be "

@@ -244,7 +244,7 @@ def test_a_public_date_range_is_the_only_range_released():
 def test_learned_date_bounds_count_from_a_public_origin():
     table = signups(3000)
     schema = infer_schema(table).confirm().declare_public(["plan", "age"])
-    with pytest.raises(SchemaError, match=r"date columns 'signup_date' have bounds to "
+    with pytest.raises(SchemaError, match=r"date column 'signup_date' has bounds to "
                                           "learn privately.*origin"):
         make("independent").fit(table, schema, Budget(4.0, 1e-5))
     anchored = schema.replace_column(replace(schema["signup_date"], origin="2019-07-01"))

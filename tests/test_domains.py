@@ -98,7 +98,11 @@ def test_bounds_events_share_the_columns_epsilon_and_are_monotone_for_records():
     assert scale.sensitivity == 1 and ends.sensitivity == 1 and ends.monotone
     # the scale takes what lands it among the data (less for more rows), at most 30 %
     assert bounds_events(0.05, 200_000, True)[0].epsilon < scale.epsilon <= 0.3 * 0.05
-    assert bounds_events(0.05, 200_000, True, missing=True)[0].epsilon == pytest.approx(0.015)
+    # with blanks possible it lands as surely when half the rows have a value (the plan
+    # states the assumption), and takes at most 30 %
+    assert bounds_events(0.05, 200_000, True, missing=True)[0].epsilon == pytest.approx(
+        scale_need(100_000, True))
+    assert bounds_events(0.05, 2_000, True, missing=True)[0].epsilon == pytest.approx(0.015)
     # with what it needs, its chance of an octave without values is β = 1e-6
     need = scale_need(200_000, True)
     assert scale_miss(Exponential(need, 1.0), 200_000, True) == pytest.approx(1e-6)
@@ -113,7 +117,8 @@ def test_bounds_events_share_the_columns_epsilon_and_are_monotone_for_records():
 def test_the_ends_audit_within_their_epsilon_and_the_audit_catches_twice_epsilon():
     """Two neighbouring tables (one record moved from 40 to 90): the upper end's pick is a
     monotone exponential mechanism, so its output frequencies stay within e^ε; sampling
-    it with ε doubled is caught."""
+    it with ε doubled is caught. The column may be blank, so it tolerates no cut-off row
+    and the moved record changes a score by a whole row."""
     eps = 1.0
     x = np.concatenate([np.arange(20, 60, dtype=float), [40.0]])
     y = np.concatenate([np.arange(20, 60, dtype=float), [90.0]])
@@ -126,7 +131,7 @@ def test_the_ends_audit_within_their_epsilon_and_the_audit_catches_twice_epsilon
         ends = Exponential(eps * factor, 1.0, 2, monotone=True)
         scale = Exponential(1e3, 2.0)  # the scale, pinned at 32: the audit is of the ends
         return np.array([np.searchsorted(edges, grid_bounds(c, (scale, ends), len(x),
-                                                                True)[1])
+                                                                True, missing=True)[1])
                          for _ in range(TRIALS)])
 
     with replayable_noise(5):
@@ -148,14 +153,17 @@ def test_a_plan_refuses_bounds_that_would_be_noise_and_doubts_lossy_ones():
     refused = planned(400, 0.05)
     assert refused.refusals and "the bounds would be noise" in str(refused.refusals[0])
     assert "may land where no values are" in str(refused.refusals[0])
-    doubted = planned(2000, 0.5)
+    lossy = planned(2000, 0.5)  # more than a tenth of a delay's rows
+    assert "more than the 10% a run may lose" in str(lossy.refusals[0])
+    doubted = planned(2000, 1.0)
     assert not doubted.refusals and "may cut off up to" in doubted.doubts[0]
     fine = planned(100_000, 4.0)
     assert not fine.refusals and not fine.doubts
     # an auditor's finding: a column that may be blank finds its scale among the values
-    # present, which the plan cannot know; it says how many its figures need
-    sparse = planned(10_000, 0.5)
-    assert any("assume at least" in d and "have a value there" in d for d in sparse.doubts)
+    # present, which the plan cannot know; it says how many its figures need where that
+    # is more than half the rows (the share the scale is bought for)
+    assert any("assume at least" in d for d in doubted.doubts)
+    assert not any("assume at least" in d for d in planned(10_000, 0.5).doubts)
 
 
 def test_learn_domains_spends_the_domain_share_and_marks_columns_learned():
@@ -192,21 +200,24 @@ def test_on_a_small_table_the_planned_loss_holds_and_no_bound_lands_far_away(sha
     3,234,251]: a signed middle picked among ~900 stretches missed the data, and a balance
     spread both ways had its deepest stretches near 0, whose octaves of 1 kept its ends
     from the tails (clipping all but a few rows in a third of the draws). At a column's
-    ε = 0.1, where the plan doubts (a bound may cut off up to about 21 %), an end cuts off
-    more than the plan said in at most 10 of 100 draws (it says 95 % confidence), and no
-    interval is wider than 10 times the real 1st–99th percentile range; values of one sign
-    rarely get a bound of the other."""
+    ε = 0.1, where the plan doubts (a bound may cut off up to about 8 % of a delay-like
+    tail), an end cuts off more than the plan said in at most 10 of 100 draws (it says 95 %
+    of draws), and no interval is wider than 10 times the real 1st–99th percentile range
+    but in a few draws (κ = 2 keeps heavy tails at the price of an octave's overshoot being
+    e^−2 likely, not e^−6), none wider than 30 times; values of one sign rarely get a bound
+    of the other."""
     x = SHAPES[shape](np.random.default_rng(3)).astype(float)
     events = bounds_events(0.1, len(x), integer=True)
     stated = bounds_loss(events, len(x), integer=True)
-    assert 0.1 < stated < 0.5 and scale_miss(events[0], len(x), True) < 0.01
+    assert 0.05 < stated < 0.1 and scale_miss(events[0], len(x), True) < 0.01
     p1, p99 = np.percentile(x, [1, 99])
     counts = grid_counts(x, True)
     with replayable_noise(11):
         drawn = [grid_bounds(counts, events, len(x), True) for _ in range(100)]
     over = sum(max((x < lo).mean(), (x > hi).mean()) > stated for lo, hi in drawn)
     assert over <= 10, (shape, over, stated)
-    assert max(hi - lo for lo, hi in drawn) <= 10 * (p99 - p1), shape
+    widths = np.array([hi - lo for lo, hi in drawn]) / (p99 - p1)
+    assert (widths > 10).sum() <= 2 and widths.max() <= 30, (shape, np.sort(widths)[-3:])
     # values of one sign keep bounds of that sign but in a few draws (without the lower
     # end's extra octave below 0, one draw in seven of the census sample's ages learned a
     # negative bound)

@@ -100,7 +100,7 @@ def test_ledger_total_never_exceeds_the_budget(sample, eps, log_delta, domain):
         model.fit(table, schema, budget, FitContext(postprocessing_seed=0))
         assert model.schema_.releasable
     except BudgetError as exc:  # too small a budget is refused, not overspent
-        assert "the bounds would be noise" in str(exc)
+        assert "the bounds would be noise" in str(exc) or "a run may lose" in str(exc)
     assert model.ledger_.total_epsilon <= budget.epsilon * (1 + 1e-9)
     assert model.ledger_.total_delta <= budget.delta * (1 + 1e-9)
 
@@ -115,7 +115,7 @@ def test_data_derived_domains_need_a_domain_share(sample):
     assert shares == pytest.approx({"domain": 0.2, "measure": 0.8})
     categories = schema.declare_public([c.name for c in schema if c.kind == "numeric"])
     assert model.default_shares(categories) == pytest.approx({"domain": 0.1, "measure": 0.9})
-    model.fit(table, schema, Budget(2.0, 1e-5, shares), FitContext(postprocessing_seed=0))
+    model.fit(table, schema, Budget(4.0, 1e-5, shares), FitContext(postprocessing_seed=0))
     assert all(c.learned for c in model.schema_)
 
 

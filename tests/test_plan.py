@@ -60,7 +60,7 @@ def test_a_domain_run_that_cannot_succeed_is_refused_before_any_charge(store):
 def test_the_refusal_names_a_domain_share_that_would_do():
     """The advice is checked, not copied: the share it names gives a plan without refusal."""
     schema = infer_schema(customers(), target="churn").confirm()
-    people = Population(1666, 1666)
+    people = Population(5000, 5000)
     model = make("independent")
     budget = model.budget_for(Budget(1.0, 1e-5), schema)
     refused = plan(model, people, schema, budget)
@@ -101,7 +101,7 @@ def test_a_run_whose_success_depends_on_the_data_says_so_first():
     schema = infer_schema(customers(), target="churn").confirm()
     model = make("independent")
     budget = model.budget_for(Budget(1.0, 1e-5, {"domain": 0.5, "measure": 0.5}), schema)
-    said = plan(model, Population(2500, 2500), schema, budget)
+    said = plan(model, Population(5000, 5000), schema, budget)
     assert not said.refusals and any("a bound may cut off up to" in d for d in said.doubts)
 
 

@@ -74,3 +74,63 @@ def test_a_runs_figures_measure_what_its_release_cannot_hold(tmp_path):
     assert record.fidelity.outside["dep_delay"] == pytest.approx(beyond)
     said = [c.text for c in record.checklist if "dep_delay" in c.text and "outside" in c.text]
     assert not beyond or f"{beyond:.1%}" in said[0]
+
+
+def _shaped():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scripts/make_shaped_data.py"
+    spec = importlib.util.spec_from_file_location("shaped", path)
+    shaped = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shaped)
+    return shaped
+
+
+@pytest.mark.parametrize("name", ["flights", "bank", "claims"])
+def test_learned_bounds_keep_heavy_tails_sentinels_and_zero_inflated_amounts(name):
+    """Item 2: with categories and the domains names give public, at ε = 1 and the default
+    share, a 20,000-row table's learned bounds kept a delay's tail only to a minute late
+    (8 % of rows lost), released a sentinel plus a spread as [−1, 0] (18 % lost, every draw)
+    and a zero-inflated amount as 0 (15 %). Over 20 draws each shaped column now loses at
+    most 5 % in all but one, and its upper bound reaches the real 90th percentile."""
+    from synth.privacy.budget import Budget, Ledger, default_delta
+    from synth.privacy.domains import default_share, learn_domains
+    from synth.schema import prepare
+
+    shaped = _shaped()
+    table = shaped.generate(name)
+    schema = shaped.schema_for(table)
+    column = shaped.SHAPED[name]
+    assert not schema[column].public and schema["month"].public  # a name's domain is public
+    n, share = len(table), default_share(schema)
+    budget = Budget(1.0, default_delta(n), {"domain": share, "measure": 1 - share})
+    prepared = prepare(table, schema)
+    x = prepared[column].to_numpy(dtype=float)
+    x = x[~np.isnan(x)]
+    lost, reaches = [], []
+    for _ in range(20):
+        learned = learn_domains(prepared, schema, Ledger(budget), n)[column]
+        lost.append(float(((x < learned.lower) | (x > learned.upper)).mean()))
+        reaches.append(learned.upper >= np.percentile(x, 90))
+    assert sum(share > 0.05 for share in lost) <= 1, sorted(lost)[-3:]
+    assert sum(reaches) >= 19, (column, sum(reaches))
+
+
+def test_the_domain_share_goes_to_the_columns_that_need_it():
+    """Item 2's budget: a month declared public from its name still has a blank count to
+    learn, but it takes a quarter part, not a whole one, so the bounds get more; δ goes to
+    the category lists alone. The parts still sum to the share."""
+    from synth.privacy.domains import column_events
+
+    schema = Schema((Column("month", "numeric", lower=1.0, upper=12.0, integer=True,
+                            public=True, missing="indicator"),
+                     Column("delay", "numeric", integer=True, missing="indicator"),
+                     Column("carrier", "categorical")))
+    plans = column_events(schema, 0.2, 1e-6, 10_000)
+    spent = {name: sum(e.epsilon * getattr(e, "count", 1) for e in p.events)
+             for name, p in plans.items()}
+    assert sum(spent.values()) == pytest.approx(0.2)
+    assert spent["month"] == pytest.approx(spent["delay"] / 4)
+    assert spent["delay"] == pytest.approx(spent["carrier"])
+    assert plans["carrier"].categories.delta == pytest.approx(1e-6)

@@ -194,11 +194,11 @@ def test_domains_are_learned_from_the_chunks_before_the_counts(sample_file):
     file, whole, _ = sample_file
     schema = infer_schema(whole, target="income").confirm()  # domains learned privately
     events = []
-    budget = Budget(1.0, 1e-5, {"domain": 0.5, "measure": 0.5})  # 13 columns to learn
+    budget = Budget(2.0, 1e-5, {"domain": 0.5, "measure": 0.5})  # 13 columns to learn
     model = make("independent").fit(file, schema, budget, FitContext(on_event=events.append))
     stages = [e.stage for e in events if isinstance(e, StageStarted)]
     assert stages == ["domain", "count", "measure"]
-    assert model.schema_.releasable and model.ledger_.total_epsilon <= 1.0 + 1e-9
+    assert model.schema_.releasable and model.ledger_.total_epsilon <= 2.0 + 1e-9
     assert {e.stage for e in model.ledger_.entries} == {"domain", "measure"}
 
 

@@ -41,7 +41,6 @@ from synth.privacy.domains import (
     bounds_loss,
     column_events,
     default_share,
-    keep_threshold,
     learn_domains,
 )
 from synth.privacy.events import Event as PrivacyEvent
@@ -596,19 +595,21 @@ def domain_preview(schema: Schema, epsilon: float, delta: float, population: Pop
     the table a learned bound may cut off, how many blanks a column needs for any to be
     released, from public facts only."""
     todo = schema.to_learn
-    eps_c, delta_c = epsilon / len(todo), delta / len(todo)
     k, rows = population.max_rows, population.units * population.max_rows
     plans = column_events(schema, epsilon, delta, rows, k)
     said = []
     if any(c.kind == CATEGORICAL for c in todo):
-        keep = f"{keep_threshold(eps_c, delta_c, k):,.0f}" if delta_c > 0 else "∞ (δ = 0)"
+        kept = [p.categories.threshold for p in plans.values() if p.categories]
+        keep = f"{max(kept):,.0f}" if kept else "∞ (δ = 0)"
         said.append(f"a category needs about {keep} rows to be kept, rarer ones fold into "
                     "'other'")
     bounded = [c for c in todo if plans[c.name].bounds is not None]
     if bounded:
-        worst = max(bounds_loss(plans[c.name].bounds, rows, c.integer) for c in bounded)
+        worst = max(bounds_loss(plans[c.name].bounds, rows, c.integer,
+                                missing=c.missing == "indicator") for c in bounded)
         said.append(f"a learned bound may cut off up to {worst:.1%} of the rows at each end "
-                    "(95 % confidence), usually far less")
+                    "on a tail as heavy as a flight delay's (95 % of draws), less on lighter "
+                    "ones")
     blanks = [plans[c.name].blanks for c in todo if plans[c.name].blanks is not None]
     if blanks:
         most = max(BLANKS_SCALES * e.scale for e in blanks)
@@ -621,4 +622,5 @@ def domain_preview(schema: Schema, epsilon: float, delta: float, population: Pop
             "exponential mechanisms over a fixed grid" if plans[c.name].bounds else
             "Laplace counts" for c in todo)),
         "; ".join(dict.fromkeys(describe(e) for e in events)),
-        f"{len(todo)} columns share ε = {epsilon:.3g}: " + "; ".join(said))
+        f"{len(todo)} columns' domains or blank counts share ε = {epsilon:.3g}: "
+        + "; ".join(said))

@@ -16,14 +16,16 @@ point by at most 1; a unit of up to k rows moves k times that (``rows_per_unit``
   ±2^(j/8) (whole numbers for an integer column), so nothing about the grid depends on data.
   First a *scale* s: the octave [2^j, 2^(j+1)] of magnitudes |x| with the most values on
   both sides of it (its depth, min(rows with |x| ≥ 2^j, rows with |x| ≤ 2^(j+1)),
-  sensitivity 1), which holds the median magnitude once it has ε ≈ 4·ln(m/β)/n. Then the
+  sensitivity 1), which holds the median magnitude once it has ε ≈ 4·ln(m/β)/n (1 where
+  most magnitudes are within 2^-10 of 0: a zero-inflated amount's median says nothing of
+  its other values, and octaves of 2^-10 would put them twenty octaves out). Then the
   *upper end*: an edge e ≥ 0 scores −(rows above e − T)₊ − λ·d(e), the rows it would cut off
   (T = n/200 are tolerated) against its distance from 0 in octaves of the scale, d(e) =
   log2(1 + e/s); then the *lower end*, an edge at most the upper end hi scoring −(rows below
   e − T)₊ − λ·(d(hi) − d(e)), d signed (−log2(1 + |e|/s) below 0) and in octaves of the
   larger of s and hi, so it rises towards the data from below as the upper end falls towards
   it from above, and a balance whose tail reaches −10,000 crosses 0 in a few octaves; a
-  bound below 0 costs one octave more, so ages or hours cross 0 only on evidence. λ =
+  bound below 0 costs e^6 more, so ages or hours cross 0 only on evidence. λ =
   max(κ/ε, n/200) rows an octave (2k·κ/ε for units of up to k rows, whose picks are not
   monotone): an end follows a tail an octave further only where the octave holds more than λ
   rows, and past the data each further octave is at least e^κ less likely. The scale is of
@@ -44,10 +46,11 @@ point by at most 1; a unit of up to k rows moves k times that (``rows_per_unit``
   is learned to have none (``blanks=False``): methods still model its indicator, as their
   plans said, but the release has no blanks there (:func:`synth.missing.decode`).
 
-Columns share the domain stage's (ε, δ) equally, composed by basic composition (a number's
-blank count takes a quarter of its part when its bounds are learned too); a learned category
-list is one ledger entry, learned bounds two (the scale, then both ends; a date's only the
-ends), a blank count one.
+Columns share the domain stage's (ε, δ) by need, composed by basic composition: a category
+list or a number's bounds take a part each, a public column's blank count alone a quarter part
+(a number's blank count takes a quarter of its part when its bounds are learned too), and δ
+goes to the category lists. A learned category list is one ledger entry, learned bounds two
+(the scale, then both ends; a date's only the ends), a blank count one.
 """
 
 from __future__ import annotations
@@ -69,7 +72,15 @@ from synth.schema import CATEGORICAL, DATETIME, OTHER, Column, Schema
 
 DOMAIN = "domain"
 STEPS = 8  # grid edges per octave of magnitude
-SPREAD_COST = 6.0  # κ: an end one octave (of the scale) further is e^κ less likely
+# κ: an end one octave (of the scale) further is e^κ less likely. At 6 a delay's tail (40 %
+# of rows over ten octaves) was cut at a minute and a zero-inflated amount released as 0;
+# at 2 they are kept (benchmarks/real_shapes.py) and an interval is wider than 10× the real
+# p1–p99 range in about one draw of a hundred on 2,000 rows (at 1.5, far more often)
+SPREAD_COST = 2.0
+# …for a date, whose octaves are years from a public origin: its values fill a sliver of
+# one octave (no tail spans several), and an octave of overshoot is as far again
+ANCHORED_SPREAD_COST = 6.0
+CROSS_COST = 6.0  # a lower end below 0 is e^this less likely: it crosses only on evidence
 SPREAD_ROWS = 5e-3  # …and worth this share of the rows, when that is more than κ/ε rows
 TOLERATED = 5e-3  # the share of the rows each end may cut off at no cost
 SCALE_MOST = 0.3  # the most of a column's ε its scale takes
@@ -77,6 +88,10 @@ SCALE_MOST = 0.3  # the most of a column's ε its scale takes
 # then wander far from the data, so it is kept rare (at 1e-3, one Bank balance in 2,000 learned
 # [-51,748,008, 35,734]); it costs little, as the ε it needs grows with ln(1/β)
 SCALE_BETA = 1e-6
+# a column that may have blanks lands its scale as surely as one without when at least this
+# share of its rows have a value (how many do is private: the plan counts its scale's miss
+# at this share, and says so where the domain share cannot buy it)
+PRESENT = 0.5
 BLANKS_SHARE = 0.25  # of a number's part, for its blank count when its bounds are learned too
 BLANKS_SCALES = 3.0  # a noisy blank count under this many Laplace scales says there are none
 
@@ -148,9 +163,8 @@ def bounds_events(epsilon: float, rows: int, integer: bool, missing: bool = Fals
     date) has a public scale: its ends take it all. Under units a unit's rows may move
     both ways, so the ends' scores are monotone only for one row per unit."""
     k = rows_per_unit
-    scale = 0.0 if anchored else SCALE_MOST * epsilon
-    if not missing:
-        scale = min(scale, scale_need(rows, integer, k))
+    scale = 0.0 if anchored else min(SCALE_MOST * epsilon, scale_need(
+        max(int(rows * PRESENT), 1) if missing else rows, integer, k))
     return (Exponential(scale, float(k)) if scale else None,
             Exponential((epsilon - scale) / 2, float(k), count=2, monotone=k == 1))
 
@@ -233,43 +247,66 @@ def grid_bounds(counts: np.ndarray, events: tuple[Exponential | None, Exponentia
     if pick_scale is not None:
         scale = _scale(counts, pick_scale, integer)
     tolerated = 0.0 if missing else TOLERATED * rows / ends.sensitivity
-    per_octave = octave_rows(ends, rows)
-    octaves_out = np.sign(edges) * np.log2(1 + np.abs(edges) / scale)
+    per_octave = octave_rows(ends, rows, pick_scale is None)
 
     def pick(scores: np.ndarray) -> int:
         return int(exponential(scores, ends.epsilon, ends.sensitivity, ends.monotone))
 
-    up = np.arange(np.searchsorted(edges, 0.0), len(edges))
-    hi = int(up[pick(-np.maximum(above[up] - tolerated, 0) - per_octave * octaves_out[up])])
+    up, scores = upper_scores(above, scale, tolerated, per_octave, integer)
+    hi = int(up[pick(scores)])
     # the lower end's octaves are of the larger of the scale and the upper end: a balance
     # whose magnitudes are mostly a few hundred but whose tail reaches ±10,000 would make
     # crossing 0 cost many octaves of small numbers
     octaves_down = np.sign(edges) * np.log2(1 + np.abs(edges) / max(scale, edges[hi]))
     down = np.arange(hi + 1)
-    # a bound of the other sign costs one octave more: a column of ages or hours crosses 0
-    # only on evidence (it did so in one draw of seven without this), a balance's thousands
-    # of negative values pay it at once
+    # a bound of the other sign costs e^6 more (CROSS_COST): a column of ages or hours
+    # crosses 0 only on evidence (it did so in one draw of seven without this), a
+    # balance's thousands of negative values pay it at once
     lo = pick(-np.maximum(below[down] - tolerated, 0)
-              - per_octave * (octaves_down[hi] - octaves_down[down] + (edges[down] < 0)))
+              - per_octave * (octaves_down[hi] - octaves_down[down])
+              - crossing_rows(ends, rows) * (edges[down] < 0))
     if hi <= lo:  # one value everywhere: the next edge up makes an interval
         hi = min(lo + 1, len(edges) - 1)
     return float(edges[lo]), float(edges[hi])
 
 
-def octave_rows(ends: Exponential, rows: int) -> float:
+def upper_scores(above: np.ndarray, scale: float, tolerated: float, per_octave: float,
+                 integer: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(the upper end's candidates, their scores): each edge e ≥ 0 scores the rows above it
+    beyond the tolerated, −(above − T)₊, less λ per octave of its distance from 0 in
+    octaves of the scale, log2(1 + e/s)."""
+    edges = grid(integer)
+    up = np.arange(np.searchsorted(edges, 0.0), len(edges))
+    return up, (-np.maximum(above[up] - tolerated, 0)
+                - per_octave * np.log2(1 + edges[up] / scale))
+
+
+def _exponent(ends: Exponential) -> float:
+    """What a row of score is worth in the ends' picks, in nats: ε/Δ when monotone, ε/(2Δ)
+    for a unit's rows, which may move both ways."""
+    return ends.epsilon / (ends.sensitivity * (1 if ends.monotone else 2))
+
+
+def crossing_rows(ends: Exponential, rows: int) -> float:
+    """What a lower end below 0 costs, in rows: :data:`CROSS_COST` nats of the pick."""
+    return max(CROSS_COST / _exponent(ends), SPREAD_ROWS * rows / ends.sensitivity)
+
+
+def octave_rows(ends: Exponential, rows: int, anchored: bool = False) -> float:
     """λ, what an octave further out costs an end, in rows: what makes it e^κ less likely
     whatever the pick's exponent (ε·s/Δ when monotone, ε·s/(2Δ) for a unit's rows, which
     may move both ways), and at least n/200 of the U = rows / k units sure to be there. An
-    end follows a tail only as far as an octave holds more than λ rows."""
-    exponent = ends.epsilon / (ends.sensitivity * (1 if ends.monotone else 2))
-    return max(SPREAD_COST / exponent, SPREAD_ROWS * rows / ends.sensitivity)
+    end follows a tail only as far as an octave holds more than λ rows. κ is
+    :data:`ANCHORED_SPREAD_COST` for a date's octaves from its public origin."""
+    kappa = ANCHORED_SPREAD_COST if anchored else SPREAD_COST
+    return max(kappa / _exponent(ends), SPREAD_ROWS * rows / ends.sensitivity)
 
 
 def _scale(counts: np.ndarray, event: Exponential, integer: bool) -> float:
     """The scale: the lower edge of the magnitudes' octave [a, b] with the most rows on both
-    sides of it, min(rows with |x| ≥ a, rows with |x| ≤ b) (the smallest positive edge for
-    [0, b]); the median magnitude's octave has depth ≥ n/2. The grid is symmetric, so −e's
-    index is the mirror of e's."""
+    sides of it, min(rows with |x| ≥ a, rows with |x| ≤ b) (1 for [0, b]: most values are
+    about 0 and the rest may lie anywhere); the median magnitude's octave has depth ≥ n/2.
+    The grid is symmetric, so −e's index is the mirror of e's."""
     below, above = beyond(counts)
     present, last = below[0] + above[0] + counts[1], len(below) - 1
     at = octaves(integer)
@@ -279,21 +316,48 @@ def _scale(counts: np.ndarray, event: Exponential, integer: bool) -> float:
     at_most = present - above[upper] - below[last - upper]
     depth = np.minimum(at_least, at_most).astype(float)
     edges = grid(integer)
-    return float(max(edges[lower[exponential(depth, event.epsilon, event.sensitivity)]],
-                     edges[at[1]]))
+    picked = lower[exponential(depth, event.epsilon, event.sensitivity)]
+    return float(edges[picked]) if picked != at[0] else 1.0
+
+
+def stand_in(edges: np.ndarray) -> np.ndarray:
+    """The share of a public stand-in for a heavy-tailed column above each edge: 60 % of its
+    values spread evenly over [0, 16], 40 % in a tail whose share above x is
+    0.4·(16/x)^0.9 out to 16·2^10 (a flight delay's, a little heavier: the tail keeps 54 %
+    of itself each octave over ten octaves). Its median magnitude, 13.3, lies in the octave
+    [8, 16], so its scale is :data:`STAND_IN_SCALE`."""
+    x = np.asarray(edges, dtype=float)
+    return np.select([x < 0, x < 16, x < 16 * 2.0 ** 10],
+                     [1.0, 1 - 0.6 * x / 16, 0.4 * (16 / np.maximum(x, 16)) ** 0.9], 0.0)
+
+
+STAND_IN_SCALE = 8.0
 
 
 def bounds_loss(events: tuple[Exponential | None, Exponential], rows: int, integer: bool,
-                beta: float = 0.05) -> float:
-    """The share of the ``rows`` an end may cut off, at worst with probability 1 − β: the
-    tolerated 1/200, what the pick may score below the best (ln(m/β)/ε for a monotone
-    exponential mechanism, McSherry–Talwar; an end's score counts rows cut off), and an
-    octave's λ (:func:`octave_rows`), the thinnest tail an end follows an octave further
-    (a tail spread thinner over many octaves may lose more)."""
-    ends = events[1]
-    factor = 1 if ends.monotone else 2
-    slack = factor * ends.sensitivity * math.log(len(grid(integer)) / beta) / ends.epsilon
-    return min(1.0, TOLERATED + (slack + octave_rows(ends, rows)) / rows)
+                beta: float = 0.05, missing: bool = False) -> float:
+    """The share of the ``rows`` an end may cut off with probability 1 − β, on a column with
+    a tail as heavy as :func:`stand_in`'s: the quantile of the upper end's pick there,
+    worked out exactly from its distribution (Pr ∝ exp(exponent·score), the scale at the
+    stand-in's), from public facts alone. A lighter tail loses less, a heavier one (a
+    thicker share spread over more octaves) may lose more. A date's ends, sought from its
+    public origin, state the worst case instead: the tolerated 1/200, what the pick may
+    score below the best (ln(m/β)/ε, McSherry–Talwar) and an octave's λ."""
+    pick_scale, ends = events
+    if pick_scale is None:
+        factor = 1 if ends.monotone else 2
+        slack = factor * ends.sensitivity * math.log(len(grid(integer)) / beta) / ends.epsilon
+        return min(1.0, TOLERATED + (slack + octave_rows(ends, rows, True)) / rows)
+    edges = grid(integer)
+    above = rows * stand_in(edges)
+    tolerated = 0.0 if missing else TOLERATED * rows / ends.sensitivity
+    up, scores = upper_scores(above, STAND_IN_SCALE, tolerated, octave_rows(ends, rows),
+                              integer)
+    weights = np.exp(_exponent(ends) * (scores - scores.max()))
+    lost = above[up] / rows
+    order = np.argsort(-lost, kind="stable")  # the most lost first
+    beyond_share = np.cumsum(weights[order]) / weights.sum()
+    return float(lost[order][np.searchsorted(beyond_share, beta, side="right")])
 
 
 @dataclass(frozen=True)
@@ -344,10 +408,10 @@ def learn_domains(data: pd.DataFrame | Iterable[pd.DataFrame], schema: Schema, l
     (:attr:`~synth.schema.Schema.to_learn`).
 
     ``data`` is the table prepared against ``schema``, whole or in chunks, of ``rows`` rows
-    (public: n, or k·U under units). Spends the ledger's ``stage`` share, split equally
-    across the columns to learn, and refuses to run without one. ``progress`` is called with
-    (columns done, columns to learn). ``data`` holds at most ``rows_per_unit`` rows of each
-    unit of protection.
+    (public: n, or k·U under units). Spends the ledger's ``stage`` share, parted across
+    the columns to learn (:func:`column_events`), and refuses to run without one.
+    ``progress`` is called with (columns done, columns to learn). ``data`` holds at most
+    ``rows_per_unit`` rows of each unit of protection.
     """
     todo = schema.to_learn
     if not todo:
@@ -383,15 +447,24 @@ def learn_domains(data: pd.DataFrame | Iterable[pd.DataFrame], schema: Schema, l
 def column_events(schema: Schema, epsilon: float, delta: float, rows: int,
                   rows_per_unit: int = 1) -> dict[str, Learning]:
     """What learning each column charges (:class:`Learning`), by column in schema order,
-    from the domain share (ε, δ) split equally over the columns to learn: public facts only
-    (``rows`` is n, or k·U), so a plan states them before anything is read."""
-    todo = schema.to_learn
-    eps, delta, k = epsilon / max(len(todo), 1), delta / max(len(todo), 1), rows_per_unit
+    from the domain share (ε, δ): public facts only (``rows`` is n, or k·U), so a plan
+    states them before anything is read. ε goes where it is needed: a category list or a
+    number's bounds take a part each, a public column's blank count alone a quarter part
+    (:data:`BLANKS_SHARE`, what a number's blank count takes beside its bounds), and δ goes
+    to the category lists, the only mechanisms that use it."""
+    todo, k = schema.to_learn, rows_per_unit
+    weight = {c.name: BLANKS_SHARE if c.releasable else 1.0 for c in todo}
+    lists = [c for c in todo if c.kind == CATEGORICAL]
     plans = {}
     for c in todo:
+        eps = epsilon * weight[c.name] / sum(weight.values())
         if c.kind == CATEGORICAL:
+            part = delta / len(lists)
+            if part <= 0:  # nothing to learn without δ: learn_domains and the plan refuse
+                plans[c.name] = Learning()
+                continue
             plans[c.name] = Learning(categories=LaplaceThreshold(
-                laplace_scale(eps, k), histogram_l1(1, k), keep_threshold(eps, delta, k), k))
+                laplace_scale(eps, k), histogram_l1(1, k), keep_threshold(eps, part, k), k))
             continue
         blanks = eps if c.releasable else BLANKS_SHARE * eps if c.missing == "indicator" else 0
         plans[c.name] = Learning(
@@ -457,7 +530,8 @@ def _origin(col: Column) -> float:
 def missing_origin(names: Sequence[str]) -> str:
     """The refusal of date columns whose bounds are to be learned but have no origin."""
     shown = ", ".join(repr(n) for n in list(names)[:6]) + ("…" if len(names) > 6 else "")
-    return (f"date columns {shown} have bounds to learn privately, which are "
+    which = f"date columns {shown} have" if len(names) > 1 else f"date column {shown} has"
+    return (f"{which} bounds to learn privately, which are "
             "sought outward from a public origin: declare one (origin, a date near the data "
             "that is known without looking at it, such as the start of the collection), or "
             "declare the bounds public")
