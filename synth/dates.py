@@ -35,12 +35,20 @@ import pandas as pd
 from synth.errors import SchemaError
 
 DATETIME = "datetime"
-GRANULARITIES = ("day", "month", "year", "second")
+GRANULARITIES = ("day", "month", "year", "hour", "minute", "second")
+TIMED = ("hour", "minute", "second")  # granularities with a time of day
 TIMEZONES = ("naive", "UTC")
 # a year in each granularity's units: the scale a learned date bound's octaves count in
-UNITS_PER_YEAR = {"day": 365.25, "month": 12.0, "year": 1.0, "second": 31_557_600.0}
-_UNIT = {"day": "D", "month": "M", "year": "Y", "second": "s"}
-_ISO = {"day": "%Y-%m-%d", "month": "%Y-%m", "year": "%Y", "second": "%Y-%m-%dT%H:%M:%S"}
+UNITS_PER_YEAR = {"day": 365.25, "month": 12.0, "year": 1.0, "hour": 8_766.0,
+                  "minute": 525_960.0, "second": 31_557_600.0}
+_UNIT = {"day": "D", "month": "M", "year": "Y", "hour": "h", "minute": "m", "second": "s"}
+_ISO = {"day": "%Y-%m-%d", "month": "%Y-%m", "year": "%Y", "hour": "%Y-%m-%dT%H:00",
+        "minute": "%Y-%m-%dT%H:%M", "second": "%Y-%m-%dT%H:%M:%S"}
+# a time of day alone ('05:17', or 517 in a column named like a clock time) is read on
+# strptime's day, 1900-01-01: its domain is that day, whatever the table holds
+CLOCKS = ("%H:%M", "%H:%M:%S", "%H%M")
+CLOCK_DAY = np.datetime64("1900-01-01T00:00:00", "s")
+_CLOCK_TEXT = re.compile(r"^\d{1,2}:\d\d(:\d\d)?$")
 ISO = "ISO8601"  # pandas' reader of every ISO 8601 form (dates, months, times, offsets)
 # the dates a column may hold: four-digit years, which every format and reader agrees on
 FIRST, LAST = np.datetime64("0001-01-01T00:00:00", "s"), np.datetime64("9999-12-31T23:59:59",
@@ -53,7 +61,7 @@ _ISO_TEXT = re.compile(r"^\d{4}-\d\d(-\d\d([T ]\d\d:\d\d(:\d\d(\.\d+)?)?\s*"
 _MONTH_TEXT = re.compile(r"^\d{4}-\d\d$")
 # the parts an ISO 8601 value must give at a granularity: a day column refuses '2020-05'
 _DAY = re.compile(r"^\d{4}(-\d{1,2}-\d{1,2}|\d{4})(?!\d)")
-_PARTS = {"day": _DAY, "second": _DAY,
+_PARTS = {"day": _DAY, "hour": _DAY, "minute": _DAY, "second": _DAY,
           "month": re.compile(r"^\d{4}(-\d{1,2}|\d{2}(\d{2})?)(?!\d)")}
 _DATEISH = re.compile(r"^\s*(\d{1,2}[-/.]\d{1,2}[-/.]\d{4}|\d{4}[-/.]\d{1,2}([-/.]\d{1,2})?|"
                       r"\d{1,2} [a-z]{3,9},? \d{4}|[a-z]{3,9} \d{1,2},? \d{4})\b", re.I)
@@ -68,7 +76,15 @@ _CANDIDATES = (*(order + time for order in _ORDERS for time in _TIMES),
 def iso_format(granularity: str, timezone: str) -> str:
     """The ISO 8601 form of a value at ``granularity`` ('2024-03-01', '2024-03', '2024',
     '2024-03-01T09:30:00', with a 'Z' for a UTC timestamp)."""
-    return _ISO[granularity] + ("Z" if granularity == "second" and timezone == "UTC" else "")
+    return _ISO[granularity] + ("Z" if granularity in TIMED and timezone == "UTC" else "")
+
+
+def clock_day(granularity: str) -> tuple[float, float]:
+    """The first and last units of the day a time of day is read on (00:00 to 23:59 at a
+    minute's granularity): a clock column's whole domain, public knowledge."""
+    day = np.array([CLOCK_DAY, CLOCK_DAY + np.timedelta64(86_399, "s")])
+    first, last = _count(day, granularity)
+    return float(first), float(last)
 
 
 def release_format(col: Any) -> str:
@@ -181,6 +197,8 @@ def parse(values: pd.Series, granularity: str, timezone: str, fmt: str | None,
         todo &= ~zoned_distinct
     if fmt is None and granularity != "year":  # ISO 8601 reads '2020' as a day too
         todo &= np.array([bool(_PARTS[granularity].match(t)) for t in texts], dtype=bool)
+    if fmt == "%H%M":  # 517 is 05:17 and 45 is 00:45: the reader needs all four digits
+        texts = np.array([t.zfill(4) if t.isdigit() else t for t in texts], dtype=object)
     fmt = ISO if fmt is None else fmt
     read = pd.to_datetime(pd.Series(texts[todo], dtype=object), format=fmt,
                           errors="coerce", utc=True)
@@ -283,7 +301,8 @@ def check_format(fmt: Any, granularity: str, timezone: str, where: str) -> str:
     if re.search(r"(?<!%)(%%)*%y", fmt):  # 1950 and 2050 would both read back as one year
         raise SchemaError(f"{where}: format {fmt!r} writes two-digit years (%y), which do not "
                           "read back outside 1969-2068; use %Y")
-    probe = _count(np.array([np.datetime64("2001-11-23T14:35:46", "s")]), granularity)
+    day = CLOCK_DAY if fmt in CLOCKS else np.datetime64("2001-11-23", "s")
+    probe = _count(np.array([day + np.timedelta64(52_546, "s")]), granularity)  # 14:35:46
     text = written(probe.astype(float), granularity, timezone, fmt)
     back, _, bad, zoned = parse(pd.Series(text, dtype=object), granularity, timezone, fmt)
     if bad or zoned or back[0] != probe[0]:
@@ -323,6 +342,11 @@ def propose(present: np.ndarray | pd.Series, dtype: Any) -> Proposal | None:
         zone = "UTC" if any(isinstance(v, dt.datetime) and v.tzinfo is not None
                             for v in values) else "naive"
         return _proposal(values, None, zone, ())
+    if all(isinstance(v, str) and _CLOCK_TEXT.match(v.strip()) for v in values):
+        timed = [v.count(":") == 2 for v in values]  # a time of day: '05:17' or '05:17:09'
+        if all(timed) or not any(timed):
+            return _proposal(values, "%H:%M:%S" if all(timed) else "%H:%M", "naive", ())
+        return None
     head = values.iloc[:50]  # most columns of text are told apart by their first values
     if not all(isinstance(v, str) and _DATEISH.match(v) for v in head):
         return None
@@ -370,8 +394,12 @@ def _proposal(values: pd.Series, fmt: str | None, zone: str, flags: tuple[str, .
     if bad or zoned or np.isnan(units).all():
         return None
     seconds = units[~np.isnan(units)]
-    timed = not month and bool(np.any(seconds % 86_400))
-    granularity = "second" if timed else "month" if month else "day"
+    timed = not month and (fmt in CLOCKS or bool(np.any(seconds % 86_400)))
+    # the coarsest unit that holds every value: a timestamp always on the hour is released
+    # on the hour (a proposal, like every inferred fact: the steward confirms it)
+    granularity = ("month" if month else "day" if not timed else
+                   next((g for g, size in (("hour", 3_600), ("minute", 60))
+                         if not np.any(seconds % size)), "second"))
     counted, _, _, _ = parse(values, granularity, zone, fmt)
     counted = counted[~np.isnan(counted)]
     return Proposal(granularity, zone, fmt, float(counted.min()), float(counted.max()), flags)

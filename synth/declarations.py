@@ -114,7 +114,8 @@ def published(col: Column) -> str:
     if col.kind == CATEGORICAL:
         return f"categories {list(col.categories or ())}"
     if col.kind == DATETIME:
-        return (f"dates by {col.granularity}"
+        clock = col.format in dates.CLOCKS
+        return (f"{'times of day' if clock else 'dates'} by {col.granularity}"
                 + (f" in [{col.shown(col.lower)}, {col.shown(col.upper)}]"
                    if col.releasable and col.lower is not None else "")
                 + f", time zone {col.timezone}, released as {dates.release_format(col)!r}"

@@ -76,6 +76,8 @@ def marginal_charts(real: pd.DataFrame | None, synthetic: Mapping[str, pd.DataFr
                           yaxis_title="share of rows", legend_title="table")
         if schema[column].kind == DATETIME:  # dates on a time axis, each bar its stretch
             fig.update_xaxes(type="date", title=f"{column} (by {schema[column].granularity})")
+            if schema[column].format in dates.CLOCKS:  # a time of day: its day is no datum
+                fig.update_xaxes(tickformat="%H:%M", title=f"{column} (time of day)")
         figures.append(fig)
     return figures
 

@@ -31,7 +31,7 @@ import pandas as pd
 from synth import dates
 from synth.dates import DATETIME, GRANULARITIES, TIMEZONES
 from synth.errors import DataError, SchemaError, as_float
-from synth.meaning import fits, meant
+from synth.meaning import fits, meant, words
 
 NUMERIC = "numeric"
 CATEGORICAL = "categorical"
@@ -76,7 +76,7 @@ class Column:
     # a datetime column (synth.dates): lower, upper, origin and fill_value count whole
     # granularity units since the epoch (a schema file writes them as ISO 8601 dates); the
     # origin is public, and model-space values count from it (by default from the lower bound)
-    granularity: str | None = None  # 'day' (default), 'month', 'year' or 'second'
+    granularity: str | None = None  # 'day' (default), 'month', 'year', 'hour', 'minute', 'second'
     origin: float | None = None
     timezone: str | None = None  # 'naive' (default) or 'UTC'
     format: str | None = None  # strftime pattern of released values (None: ISO 8601)
@@ -160,9 +160,12 @@ class Column:
 
     def shown(self, value: float | None) -> str:
         """One of this column's values as a reader sees it: a date (ISO 8601) for a datetime
-        column, otherwise the number."""
+        column, a time of day as released for a clock, otherwise the number."""
         if value is None:
             return "none"
+        if self.kind == DATETIME and self.format in dates.CLOCKS:  # a time of day: '05:17'
+            return str(dates.written(np.array([value]), self.granularity, self.timezone,
+                                     self.format)[0])
         if self.kind == DATETIME:
             return dates.text_of(value, self.granularity, self.timezone)
         return f"{value:g}"
@@ -665,7 +668,11 @@ def _infer_column(name: str, values: pd.Series | np.ndarray, max_codes: int,
 
 
 def _by_meaning(col: Column, values: pd.Series | np.ndarray) -> Column:
-    meaning = meant(col.name) if col.kind != DATETIME else None
+    if col.kind == DATETIME:
+        return _clock(col) if col.input_format in dates.CLOCKS else col
+    if col.kind == NUMERIC and "time" in words(col.name):
+        return _hhmm(col, values)
+    meaning = meant(col.name)
     if meaning is None:
         return col
     numbers = pd.to_numeric(pd.Series(np.asarray(values, dtype=object)).map(
@@ -687,6 +694,30 @@ def _by_meaning(col: Column, values: pd.Series | np.ndarray) -> Column:
         return replace(col, categories=(*every, *blank), meaning=meaning.said)
     return replace(col, lower=float(meaning.lower), upper=float(meaning.upper),
                    integer=meaning.whole or col.integer, meaning=meaning.said)
+
+
+def _clock(col: Column) -> Column:
+    """A time of day's column: its domain is the whole day it is read on (00:00–23:59)."""
+    lower, upper = dates.clock_day(col.granularity)
+    last = "23:59:59" if col.granularity == "second" else "23:59"
+    # counted from midnight: learned bounds (where the steward leaves them to be learned)
+    # are sought from a public origin that needs no declaring
+    return replace(col, lower=lower, upper=upper, origin=lower,
+                   meaning=f"a time of day is 00:00–{last}")
+
+
+def _hhmm(col: Column, values: pd.Series | np.ndarray) -> Column:
+    """A number named like a time (``dep_time``) whose values are all clock times written
+    as HHMM (517 is 05:17: whole, under 2400, minutes under 60, some past the first hour)
+    is a time of day, released as one ('0517'): as a number, 562 (minute 62) would be a
+    valid release. Anything else named 'time' (a duration, ``air_time``) stays a number."""
+    x = pd.to_numeric(pd.Series(np.asarray(values, dtype=object)), errors="coerce").dropna()
+    x = x.to_numpy(dtype=float)
+    clock = (x == np.round(x)) & (x >= 0) & (x < 2400) & (x % 100 < 60)
+    if not len(x) or not clock.all() or x.max() < 100:  # 0–59 alone: minutes, not a clock
+        return col
+    return _clock(replace(col, kind=DATETIME, integer=False, granularity="minute",
+                          timezone="naive", input_format="%H%M", format="%H%M"))
 
 
 def _read_column(name: str, values: pd.Series | np.ndarray, max_codes: int,
@@ -739,9 +770,11 @@ def _read_column(name: str, values: pd.Series | np.ndarray, max_codes: int,
         if n_missing:
             flags.append(f"{n_missing} missing values ({n_missing / len(values):.1%}): "
                          "missing='indicator' learns where they are, or 'fill' a public date")
+        clock = proposal.input_format in dates.CLOCKS  # released as times of day too
         return Column(name, DATETIME, lower=proposal.lower, upper=proposal.upper,
                       granularity=proposal.granularity, timezone=proposal.timezone,
                       input_format=proposal.input_format, missing="indicator", proposed=True,
+                      format=proposal.input_format if clock else None,
                       flags=(*flags, *proposal.flags))
     typos = None if as_number is not None or is_bool else dates.undated(present)
     if typos is not None:

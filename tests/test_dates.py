@@ -55,7 +55,8 @@ def public(schema: Schema, lower: str, upper: str) -> Schema:
        st.sampled_from(dates.TIMEZONES))
 def test_a_date_column_round_trips_through_model_space_at_its_granularity(stamps, granularity,
                                                                           timezone):
-    unit = {'day': 'D', 'month': 'M', 'year': 'Y', 'second': 's'}[granularity]
+    unit = {'day': 'D', 'month': 'M', 'year': 'Y', 'hour': 'h', 'minute': 'm',
+            'second': 's'}[granularity]
     floored = pd.DatetimeIndex(stamps).to_numpy().astype(f"datetime64[{unit}]")
     whole = pd.DatetimeIndex(floored.astype("datetime64[s]"))
     col = Column("d", DATETIME, lower="1899-01-01", upper="2101-12-31", public=True,
@@ -97,13 +98,14 @@ def test_inference_proposes_dates_and_flags_an_ambiguous_day_month_order():
     assert schema["dmy"].input_format == "%d/%m/%Y" and not any(
         "ambiguous" in f for f in schema["dmy"].flags)
     assert any("day/month order is ambiguous" in f for f in schema["either"].flags)
-    assert (schema["stamp"].granularity, schema["stamp"].timezone) == ("second", "UTC")
+    # the coarsest unit that holds every value: 10:15 and 10:00 are whole minutes
+    assert (schema["stamp"].granularity, schema["stamp"].timezone) == ("minute", "UTC")
     assert schema["month"].granularity == "month"
     assert schema["iso"].missing == "indicator"
     assert schema["year"].kind != DATETIME
     assert schema["code"].kind == schema["version"].kind == "categorical"
     frame = prepare(table, schema)
-    assert frame["stamp"].iloc[1] == frame["stamp"].iloc[0] - 15 * 60  # 11:00+01 is 10:00 UTC
+    assert frame["stamp"].iloc[1] == frame["stamp"].iloc[0] - 15  # 11:00+01 is 10:00 UTC (minutes)
     # a date column with a few typos stays a category, and says why
     typos = [f"2021-{m:02d}-{d:02d}" for m in range(1, 13) for d in range(1, 29)] + ["2021-13-x"]
     noted = infer_schema(pd.DataFrame({"d": typos}))["d"]
@@ -140,7 +142,8 @@ def test_inference_reads_parquet_timestamps_and_dates():
     assert (schema["day"].granularity, schema["day"].shown(schema["day"].upper)) == (
         "day", "2022-01-01")
     assert (schema["utc"].timezone, schema["naive"].timezone) == ("UTC", "naive")
-    assert schema["utc"].shown(schema["utc"].lower) == "2021-03-04T10:00:00Z"
+    assert schema["utc"].granularity == "hour"  # always on the hour: released on the hour
+    assert schema["utc"].shown(schema["utc"].lower) == "2021-03-04T10:00Z"
 
 
 def test_the_schema_file_writes_dates_and_reads_them_back(tmp_path):
@@ -424,12 +427,14 @@ def test_a_private_value_is_read_in_its_declared_format_or_counted_as_not_a_date
 @pytest.mark.parametrize("to", dates.GRANULARITIES)
 def test_a_granularity_change_keeps_every_instant_of_the_public_range(start, to):
     bounds = {"day": ("2020-01-01", "2021-12-31"), "month": ("2020-01", "2021-12"),
-              "year": ("2020", "2021"), "second": ("2020-01-01T00:00:00",
-                                                   "2021-12-31T23:59:59")}[start]
+              "year": ("2020", "2021"), "hour": ("2020-01-01T00:00", "2021-12-31T23:00"),
+              "minute": ("2020-01-01T00:00", "2021-12-31T23:59"),
+              "second": ("2020-01-01T00:00:00", "2021-12-31T23:59:59")}[start]
     col = Column("d", DATETIME, granularity=start, lower=bounds[0], upper=bounds[1],
                  public=True)
     edges = pd.Series(["2020-01-01T00:00:00", {  # the range's ends, at the new granularity
         "day": "2021-12-31", "month": "2021-12-01", "year": "2021-01-01",
+        "hour": "2021-12-31T23:00:00", "minute": "2021-12-31T23:59:00",
         "second": "2021-12-31T23:59:59"}[to]])
     new = edit_column(col, edges, DATETIME, granularity=to)
     read = prepare(pd.DataFrame({"d": edges}), Schema((new,)))["d"]

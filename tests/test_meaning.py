@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from synth.meaning import meant, words
-from synth.schema import Schema, infer_schema
+from synth.schema import DATETIME, Schema, infer_schema
 
 from .test_cli import synth
 
@@ -128,3 +128,48 @@ def test_a_meanings_domain_is_neither_warned_about_nor_rounded_and_an_edit_is_yo
     assert edited.meaning is None and edited.upper == 30  # the steward's now, and warned of
     kept = edit_column(schema["dep_hour"], table["dep_hour"], "numeric", integer=True)
     assert kept.meaning == "an hour is 0–23"
+
+
+def test_clock_times_are_a_time_of_day_released_as_valid_times():
+    """Item 1: clock times came out with minutes of 62 and hours of 24 (HHMM integers read as
+    numbers: 37 % of dep_time rows had minutes ≥ 60), and a timestamp always on the hour was
+    released at second granularity, 100 % off the hour. HH:MM text and HHMM integers named
+    like a time are a time of day whose domain is the whole day, known without reading the
+    table; a timestamp is proposed at the coarsest unit holding every value."""
+    from synth.dates import released
+
+    rng = np.random.default_rng(2)
+    n = 3_000
+    hours, minutes = rng.integers(5, 24, n), rng.integers(0, 60, n)
+    table = pd.DataFrame({
+        "dep_time": hours * 100 + minutes,  # 517 is 05:17
+        "air_time": rng.integers(15, 600, n),  # a duration named 'time' stays a number
+        "clock": [f"{h:02d}:{m:02d}" for h, m in zip(hours, minutes, strict=True)],
+        "stamp": [f"2024-05-{d:02d} {h:02d}:00" for d, h in zip(
+            rng.integers(1, 29, n), hours, strict=True)]})
+    schema = infer_schema(table)
+    for name in ("dep_time", "clock"):
+        col = schema[name]
+        assert col.kind == DATETIME and col.granularity == "minute", name
+        assert col.meaning == "a time of day is 00:00–23:59", name
+        assert (col.shown(col.lower), col.shown(col.upper)) == (
+            ("0000", "2359") if name == "dep_time" else ("00:00", "23:59")), name
+    assert schema["air_time"].kind == "numeric" and not schema["air_time"].meaning
+    assert schema["stamp"].granularity == "hour"
+    # a sample holding 05:00–23:59 is still proposed the whole day
+    assert table["dep_time"].min() >= 500
+    declared = schema.confirm().declare_public([c.name for c in schema if c.meaning])
+    # any value of the day in model space is released as a valid time of day
+    everywhere = pd.DataFrame({name: np.linspace(declared[name].lower, declared[name].upper,
+                                                 500).round() for name in ("dep_time", "clock")})
+    out = released(everywhere, declared)
+    clock = out["clock"].str.split(":", expand=True).astype(int)
+    assert clock[0].between(0, 23).all() and clock[1].between(0, 59).all()
+    hhmm = out["dep_time"].astype(int)
+    assert (hhmm // 100).between(0, 23).all() and (hhmm % 100).between(0, 59).all()
+    assert out["dep_time"].str.len().eq(4).all()  # '0517', read back as 05:17
+    # Compare draws a time of day on a clock, not as 1 January 1900
+    from synth.plots import marginal_chart
+
+    chart = marginal_chart(table, {"release": table}, declared, "clock")
+    assert chart.layout.xaxis.tickformat == "%H:%M"
