@@ -136,12 +136,12 @@ def generate(name: str, seed: int = 0, rows: int | None = None) -> pd.DataFrame:
 def schema_for(table: pd.DataFrame):
     """What ``schema confirm --public categories,known`` declares: every category list the
     shortcut may publish and every domain a column's name gives; the rest is learned."""
-    from synth.declarations import shortcut
-    from synth.schema import CATEGORICAL, infer_schema
+    from synth.declarations import by_shortcut
+    from synth.schema import infer_schema
 
     schema = infer_schema(table)
-    kept, _ = shortcut(schema, table, [c.name for c in schema if c.kind == CATEGORICAL])
-    return schema.confirm().declare_public(kept + [c.name for c in schema if c.meaning])
+    kept, _ = by_shortcut(schema, table, ["categories", "known"])
+    return schema.confirm().declare_public(kept)
 
 
 def main() -> None:

@@ -42,7 +42,7 @@ from synth.privacy.unit import PrivacyUnit
 from synth.protocol import protocol_split
 from synth.release import LEDGER, TABLE, Output, ReleaseWriter
 from synth.release import write_file as _write  # every other file the CLI writes
-from synth.schema import CATEGORICAL, DATETIME, Schema, infer_schema, validate
+from synth.schema import DATETIME, Schema, infer_schema, validate
 from synth.source import TableFile, open_table, table_population
 from synth.store import RunStore
 from synth.sweep import DEMO, PRESETS
@@ -113,27 +113,19 @@ def _program() -> str:
     return "python -m synth" if not called or called.endswith("__main__.py") else called
 
 
-SHORTCUTS = ("all", "categories", "known")  # --public words that name no column
-
-
 def cmd_schema_confirm(args: argparse.Namespace) -> int:
     schema = Schema.load(args.schema)
     table = read_table(args.data, max_bytes=args.max_bytes, encoding=args.encoding)
     asked = [n.strip() for item in args.public or [] for n in item.split(",") if n.strip()]
-    words = [w for w in asked if w in SHORTCUTS and w not in schema.names]
-    public = [n for n in asked if n not in words]
-    for word in words:  # a codebook of all, of the categories, or the domains names mean
-        if word == "known":
-            public += [c.name for c in schema if c.meaning]
-            continue
-        kept, skipped = declarations.shortcut(schema, table, [
-            c.name for c in schema if word == "all" or c.kind == CATEGORICAL])
-        public += kept
-        for name, why in skipped.items():
-            print(f"warning: --public {word} leaves {name!r} undeclared ({why}): a shortcut "
-                  "never publishes identifiers, numbers read as text or near-unique "
-                  f"categories; name it (--public {name}) to declare it deliberately, or "
-                  "delete it from the schema's columns to leave it out", file=sys.stderr)
+    words = [w for w in asked if w in declarations.SHORTCUTS and w not in schema.names]
+    # a codebook of all, of the categories, or of the domains names mean
+    kept, skipped = declarations.by_shortcut(schema, table, words)
+    public = [n for n in asked if n not in words] + kept
+    for name, (word, why) in skipped.items():
+        print(f"warning: --public {word} leaves {name!r} undeclared ({why}): a shortcut "
+              "never publishes identifiers, numbers read as text or near-unique "
+              f"categories; name it (--public {name}) to declare it deliberately, or "
+              "delete it from the schema's columns to leave it out", file=sys.stderr)
     newly = [n for n in public if n in schema.names and not schema[n].public]
     schema = schema.confirm().declare_public([c.name for c in schema if c.public] + public)
     if args.nice:

@@ -63,6 +63,27 @@ def shortcut(schema: Schema, table: pd.DataFrame, names: Iterable[str]
     return kept, skipped
 
 
+SHORTCUTS = ("all", "categories", "known")  # --public words that name no column
+
+
+def by_shortcut(schema: Schema, table: pd.DataFrame, words: Iterable[str]
+                ) -> tuple[list[str], dict[str, tuple[str, str]]]:
+    """(the columns ``words`` of :data:`SHORTCUTS` declare public, (the word, why) for each
+    column a word covers but leaves undeclared): 'known' every domain proposed from a
+    name's meaning, 'categories' or 'all' what :func:`shortcut` lets them publish."""
+    public: list[str] = []
+    skipped: dict[str, tuple[str, str]] = {}
+    for word in words:
+        if word == "known":
+            public += [c.name for c in schema if c.meaning]
+            continue
+        kept, left = shortcut(schema, table, [c.name for c in schema
+                                              if word == "all" or c.kind == CATEGORICAL])
+        public += kept
+        skipped.update({name: (word, why) for name, why in left.items()})
+    return list(dict.fromkeys(public)), skipped
+
+
 def nice_bounds(lower: float, upper: float) -> tuple[float, float]:
     """[lower, upper] widened outward to multiples of a round step (1, 2 or 5 × 10^k, about a
     tenth of the largest magnitude), strictly beyond both values except a floor of 0 for

@@ -28,10 +28,10 @@ from synth.missing import model_schema
 from synth.privacy.budget import Budget, Ledger, LedgerEntry, default_delta
 from synth.privacy.domains import (
     DOMAIN,
-    PRESENT,
     STEPS,
     bounds_loss,
     column_events,
+    counted,
     domain_events,
     fewest_present,
     missing_origin,
@@ -296,29 +296,29 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
     if categorical and delta <= 0:
         refusals.append(BudgetError(f"columns {categorical[:6]}: learning categories "
                                     "privately needs δ > 0 in the domain share"))
+    plans = column_events(schema, eps, delta, rows, k)
     if bounded:
-        def present(col: Column) -> int:
-            """The values the figures count on: half the rows where blanks may be."""
-            return max(int(rows * PRESENT), 1) if col.missing == "indicator" else rows
-
         def risk_at(epsilon: float) -> tuple[float, float, float]:
             """The worst column's (share a bound may cut off on a heavy tail, the same for a
             date's worst case, chance its scale misses the data), at the domain share's
             ``epsilon``."""
-            plans = column_events(schema, epsilon, delta, rows, k)
-            loss = {c.name: bounds_loss(plans[c.name].bounds, rows, c.integer,
+            at = column_events(schema, epsilon, delta, rows, k)
+            loss = {c.name: bounds_loss(at[c.name].bounds, rows, c.integer,
                                         missing=c.missing == "indicator") for c in bounded}
             dated = [c.name for c in bounded if c.kind == DATETIME]
             return (max([v for name, v in loss.items() if name not in dated], default=0.0),
                     max([loss[name] for name in dated], default=0.0),
-                    max(scale_miss(plans[c.name].bounds[0], present(c), c.integer)
+                    max(scale_miss(at[c.name].bounds[0],
+                                   counted(rows, c.missing == "indicator"), c.integer)
                         for c in bounded))
 
-        def past(epsilon: float, lines: tuple[float, float, float]) -> float:
-            """How far the risks at ``epsilon`` reach past ``lines``: ≥ 1 past."""
-            return max(risk / line for risk, line in zip(risk_at(epsilon), lines, strict=True))
+        def past(risks: tuple[float, float, float], lines: tuple[float, float, float]
+                 ) -> float:
+            """How far ``risks`` reach past ``lines``: ≥ 1 past."""
+            return max(risk / line for risk, line in zip(risks, lines, strict=True))
 
-        *losses, miss = risk_at(eps)
+        risks = risk_at(eps)
+        *losses, miss = risks
         loss = max(losses)
         said = (f"the bounds of {_listed([c.name for c in bounded])} are learned privately: "
                 f"with the domain share's ε = {eps:.3g} shared by {len(todo)} columns, a "
@@ -329,24 +329,22 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
         if miss > DOUBTFUL:
             said += (f", and the scale they are sought in may land where no values are (a "
                      f"chance of up to {miss:.0%}), which would put them far from the data")
-        if past(eps, REFUSED) > 1:
-            possible, likely = (_advice(budget, lambda e, lines=lines: past(e, lines), 1.0)
-                                for lines in (REFUSED, DOUBTED))
+        if past(risks, REFUSED) > 1:
+            possible, likely = (
+                _advice(budget, lambda e, lines=lines: past(risk_at(e), lines), 1.0)
+                for lines in (REFUSED, DOUBTED))
+            why = ("so the bounds would be noise" if max(loss, miss) >= DOOMED else
+                   f"more than the {REFUSED[0]:.0%} a run may lose")
             refusals.append(BudgetError(
-                f"{said}, so the bounds would be noise: declare their bounds public, leave "
-                f"columns out, or {possible} ({likely} to keep the loss under "
-                f"{DOUBTED[0]:.0%})" if max(loss, miss) >= DOOMED else
-                f"{said}, more than the {REFUSED[0]:.0%} a run may lose: declare their "
-                f"bounds public, leave columns out, or {possible} ({likely} to keep the loss under "
-                f"{DOUBTED[0]:.0%})"))
-        elif past(eps, DOUBTED) > 1:
+                f"{said}, {why}: declare their bounds public, leave columns out, or "
+                f"{possible} ({likely} to keep the loss under {DOUBTED[0]:.0%})"))
+        elif past(risks, DOUBTED) > 1:
             doubts.append(f"{said}; public bounds avoid the loss")
-        plans = column_events(schema, eps, delta, rows, k)
         sparse = {c.name: fewest_present(plans[c.name].bounds[0], c.integer) for c in bounded
                   if c.missing == "indicator"}  # figures that count every row as a value
         # every scale lands as surely when half the rows have a value (domains.PRESENT):
         # doubted only where the share could not buy that
-        sparse = {name: p for name, p in sparse.items() if p > PRESENT * rows + 1}
+        sparse = {name: p for name, p in sparse.items() if p > counted(rows, True) + 1}
         if sparse and not refusals:
             need = max(sparse.values())
             doubts.append(
@@ -357,7 +355,6 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
                 "data; declare their bounds, set the missing policy to none for a column "
                 "without blanks, or give the domain share more")
     if categorical and delta > 0:
-        plans = column_events(schema, eps, delta, rows, k)
         tau = max(plans[name].categories.threshold for name in categorical)
         if tau > DOOMED * rows:
             doubts.append(f"categories of {_listed(categorical)} are learned privately: a "

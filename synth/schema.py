@@ -699,7 +699,8 @@ def _by_meaning(col: Column, values: pd.Series | np.ndarray) -> Column:
 def _clock(col: Column) -> Column:
     """A time of day's column: its domain is the whole day it is read on (00:00–23:59)."""
     lower, upper = dates.clock_day(col.granularity)
-    last = "23:59:59" if col.granularity == "second" else "23:59"
+    last = dates.written(np.array([upper]), col.granularity, "naive",
+                         "%H:%M:%S" if col.granularity == "second" else "%H:%M")[0]
     # counted from midnight: learned bounds (where the steward leaves them to be learned)
     # are sought from a public origin that needs no declaring
     return replace(col, lower=lower, upper=upper, origin=lower,

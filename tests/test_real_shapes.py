@@ -92,10 +92,13 @@ def test_learned_bounds_keep_heavy_tails_sentinels_and_zero_inflated_amounts(nam
     """Item 2: with categories and the domains names give public, at ε = 1 and the default
     share, a 20,000-row table's learned bounds kept a delay's tail only to a minute late
     (8 % of rows lost), released a sentinel plus a spread as [−1, 0] (18 % lost, every draw)
-    and a zero-inflated amount as 0 (15 %). Over 20 draws each shaped column now loses at
-    most 5 % in all but one, and its upper bound reaches the real 90th percentile."""
+    and a zero-inflated amount as 0 (15 %). Over 20 draws (of replayable test noise: fresh
+    noise misses 5 % in about one draw of a hundred, benchmarks/real_shapes.py) each shaped
+    column now loses at most 5 % in all but one, and its upper bound reaches the real 90th
+    percentile."""
     from synth.privacy.budget import Budget, Ledger, default_delta
     from synth.privacy.domains import default_share, learn_domains
+    from synth.privacy.mechanisms import replayable_noise
     from synth.schema import prepare
 
     shaped = _shaped()
@@ -109,10 +112,11 @@ def test_learned_bounds_keep_heavy_tails_sentinels_and_zero_inflated_amounts(nam
     x = prepared[column].to_numpy(dtype=float)
     x = x[~np.isnan(x)]
     lost, reaches = [], []
-    for _ in range(20):
-        learned = learn_domains(prepared, schema, Ledger(budget), n)[column]
-        lost.append(float(((x < learned.lower) | (x > learned.upper)).mean()))
-        reaches.append(learned.upper >= np.percentile(x, 90))
+    with replayable_noise(48):
+        for _ in range(20):
+            learned = learn_domains(prepared, schema, Ledger(budget), n)[column]
+            lost.append(float(((x < learned.lower) | (x > learned.upper)).mean()))
+            reaches.append(learned.upper >= np.percentile(x, 90))
     assert sum(share > 0.05 for share in lost) <= 1, sorted(lost)[-3:]
     assert sum(reaches) >= 19, (column, sum(reaches))
 

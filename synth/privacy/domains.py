@@ -163,10 +163,16 @@ def bounds_events(epsilon: float, rows: int, integer: bool, missing: bool = Fals
     date) has a public scale: its ends take it all. Under units a unit's rows may move
     both ways, so the ends' scores are monotone only for one row per unit."""
     k = rows_per_unit
-    scale = 0.0 if anchored else min(SCALE_MOST * epsilon, scale_need(
-        max(int(rows * PRESENT), 1) if missing else rows, integer, k))
+    scale = 0.0 if anchored else min(SCALE_MOST * epsilon,
+                                     scale_need(counted(rows, missing), integer, k))
     return (Exponential(scale, float(k)) if scale else None,
             Exponential((epsilon - scale) / 2, float(k), count=2, monotone=k == 1))
+
+
+def counted(rows: int, missing: bool) -> int:
+    """The values a column's scale is bought for: all ``rows``, or :data:`PRESENT` of them
+    where blanks may be (how many are is private)."""
+    return max(int(rows * PRESENT), 1) if missing else rows
 
 
 def scale_need(rows: int, integer: bool, rows_per_unit: int = 1) -> float:
