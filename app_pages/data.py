@@ -8,6 +8,7 @@ import streamlit as st
 
 from synth.data import counted
 from synth.dates import GRANULARITIES, TIMEZONES
+from synth.decisions import Decisions
 from synth.declarations import published, round_bounds, warnings
 from synth.errors import SynthError
 from synth.privacy.domains import missing_origin
@@ -31,6 +32,8 @@ st.caption("Everything on this page shows the private table: it is for your eyes
            "part of any release.")
 
 st.subheader(f"{ds.name}: {counted(len(ds.table), 'row')}")
+if ds.restored:
+    st.info(ds.restored, icon=":material/history:")
 st.dataframe(ds.table.head(200), width="stretch", height=260)
 if ds.fragile:
     st.caption(f"Its privacy account: {ds.fragile}.")
@@ -179,6 +182,7 @@ for col in flagged:
             # stays the file's as read (ds.read_as)
             ds.table = ds.table.assign(**{col.name: as_numbers(ds.table[col.name])})
             ds.converted = True  # the file as it lies is no longer this table
+            ds.as_numbers = (*ds.as_numbers, col.name)
             text_flag = tuple(f for f in col.flags if not f.startswith("numbers stored"))
             state.set_base(ds.base.replace_column(
                 edit_column(replace(col, flags=text_flag), ds.table[col.name], NUMERIC)))
@@ -266,10 +270,8 @@ confirmed = not ds.base.proposed or st.checkbox(
 
 with state.guard("Updating the schema"):
     schema = replace(ds.base.declare_public(public), target=target)
-    leave = [*dropped, *([unit_column] if unit_column in names and unit_column not in dropped
-                         else [])]
-    schema = schema.drop(leave) if leave else schema
-    state.set_schema(schema.confirm() if confirmed else schema)
+    state.decide(Decisions(schema.confirm() if confirmed else schema, tuple(dropped), ds.unit,
+                           ds.as_numbers))
 
 st.dataframe(describe(ds.schema), width="stretch", hide_index=True)
 if ds.schema.proposed:

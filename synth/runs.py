@@ -51,7 +51,8 @@ if TYPE_CHECKING:  # scikit-learn comes with evaluation: only a run that measure
 
 
 def split(table: pd.DataFrame, schema: Schema, hold_out: bool = True,
-          unit: PrivacyUnit | None = None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+          unit: PrivacyUnit | None = None, rng: np.random.Generator | None = None
+          ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """(rows to synthesize, held-out test rows or None). With a target column (utility needs
     one) and ``hold_out``, the protocol split's test sixth is held out and its train and
     validation parts are synthesized; otherwise every row is synthesized.
@@ -60,8 +61,9 @@ def split(table: pd.DataFrame, schema: Schema, hold_out: bool = True,
     relation), exactly ``cut_points(U)[1]`` are synthesized, a uniformly random subset drawn
     with OS entropy. The part's unit count is then a function of U alone (a hash of each ID
     would let renaming one person move it), and one person's rows never move anyone else's.
-    The draw is fresh on every call: a caller that previews and then runs splits once and
-    keeps the parts (the app keeps them per table)."""
+    The draw is fresh on every call unless ``rng`` is given: the app draws it from a seed the
+    run store keeps per table, so a run's views, measured again after a restart, read the
+    rows it was made from."""
     if not hold_out or schema.target is None:
         return table, None
     if unit is not None and unit.declared and unit.column in table.columns:
@@ -69,7 +71,7 @@ def split(table: pd.DataFrame, schema: Schema, hold_out: bool = True,
         if (codes < 0).any():
             population(table, unit)  # refuses, naming the column
         keep = np.zeros(len(ids), dtype=bool)
-        keep[fresh_rng().permutation(len(ids))[:cut_points(len(ids))[1]]] = True
+        keep[(rng or fresh_rng()).permutation(len(ids))[:cut_points(len(ids))[1]]] = True
         test = ~keep[codes]
         return (table[~test].reset_index(drop=True), table[test].reset_index(drop=True))
     train, validation, test = protocol_split(table)
@@ -134,7 +136,9 @@ class RunRecord:
                          configuration["postprocessing_seed"], configuration["command"],
                          Schema.from_dict(configuration["schema"]), ledger,
                          read_csv_text(files[TABLE]), summary.get("seconds", math.nan),
-                         summary.get("fit_seconds", math.nan), scores=summary.get("scores", {}))
+                         summary.get("fit_seconds", math.nan),
+                         # a score of NaN (no pair with a real trend) is kept as "nan"
+                         scores={k: float(v) for k, v in summary.get("scores", {}).items()})
         except (OSError, ValueError, KeyError, TypeError, SynthError) as exc:
             raise StoreError(f"run {entry.id}'s release cannot be read from "
                              f"{str(entry.folder)!r} ({type(exc).__name__}: {exc}); synth runs "

@@ -553,7 +553,7 @@ def edit_column(col: Column, values: pd.Series, kind: str, *, lower: Any = None,
                               "not numbers")
         col = Column(col.name, NUMERIC, lower=float(numbers.min()), upper=float(numbers.max()),
                      integer=bool(np.all(numbers == np.round(numbers))),
-                     flags=_flags_of(col.flags, NUMERIC), missing="indicator", proposed=True)
+                     flags=flags_for(col.flags, NUMERIC), missing="indicator", proposed=True)
     if kind == DATETIME:
         given = {k: v for k, v in date_fields.items() if v is not None}
         to = given.get("granularity", col.granularity)
@@ -592,6 +592,22 @@ def edit_column(col: Column, values: pd.Series, kind: str, *, lower: Any = None,
     return col
 
 
+def read_domain(col: Column, values: pd.Series) -> Column:
+    """``col`` with the domain inference reads off ``values``, its other fields as they are:
+    what a declaration kept without the table's values (:mod:`synth.decisions`) gets back
+    from the table itself."""
+    if col.kind == CATEGORICAL:
+        return replace(col, categories=_categories_of(values))
+    if col.kind == DATETIME:
+        lower, upper = _date_range(col, values)
+        return replace(col, lower=lower, upper=upper)
+    numbers = _numbers(values[(category_values(values) != MISSING).to_numpy()])
+    if numbers is None or len(numbers) == 0:
+        raise SchemaError(f"column {col.name!r} cannot be numeric: some of its values are not "
+                          "numbers")
+    return replace(col, lower=float(numbers.min()), upper=float(numbers.max()))
+
+
 def _as_dates(col: Column, values: pd.Series, input_format: str | None,
               granularity: str | None, timezone: str | None) -> Column:
     """``col`` read as dates: in ``input_format`` when given, else as inference would."""
@@ -612,7 +628,7 @@ def _as_dates(col: Column, values: pd.Series, input_format: str | None,
                                       timezone=timezone, input_format=input_format), values)
     return Column(col.name, DATETIME, lower=lower, upper=upper,
                   granularity=granularity, timezone=timezone, input_format=input_format,
-                  flags=(*_flags_of(col.flags, DATETIME), *flags), missing="indicator",
+                  flags=(*flags_for(col.flags, DATETIME), *flags), missing="indicator",
                   proposed=True)
 
 
@@ -636,7 +652,7 @@ def _date_range(col: Column, values: pd.Series) -> tuple[float, float]:
 
 def _as_categorical(col: Column, values: pd.Series) -> Column:
     return Column(col.name, CATEGORICAL, categories=_categories_of(values),
-                  flags=_flags_of(col.flags, CATEGORICAL), proposed=col.proposed)
+                  flags=flags_for(col.flags, CATEGORICAL), proposed=col.proposed)
 
 
 # what an inference flag says only of one kind: it goes when the column changes kind (a
@@ -648,7 +664,7 @@ _KIND_FLAGS = {NUMERIC: ("categories: its marginals", "numbers stored as text",
                           "identifier-like")}
 
 
-def _flags_of(flags: Iterable[str], kind: str) -> tuple[str, ...]:
+def flags_for(flags: Iterable[str], kind: str) -> tuple[str, ...]:
     """``flags`` that still hold for a column of ``kind``."""
     return tuple(f for f in flags if not any(part in f for part in _KIND_FLAGS[kind]))
 

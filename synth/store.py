@@ -3,10 +3,11 @@ browser that started it.
 
 A record per run in SQLite (``runs.sqlite`` under ``SYNTH_HOME``, beside the privacy account)
 and a folder per run (``runs/<id>/``) for the release files another module writes there, both
-the owner's alone. It keeps configurations, figures and releases, never a private table, and
-nothing of it goes into a release. Several processes write at once, each write one ``BEGIN
-IMMEDIATE`` transaction. A status moves once, from running; a running record whose process is
-gone reads as :data:`DIED` (never stored): a crash shows with no one left to write it down.
+the owner's alone. It keeps configurations, figures and releases, and the steward's decisions
+per table (:mod:`synth.decisions`), never a private table, and nothing of it goes into a
+release. Several processes write at once, each write one ``BEGIN IMMEDIATE`` transaction. A
+status moves once, from running; a running record whose process is gone reads as
+:data:`DIED` (never stored): a crash shows with no one left to write it down.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
-from secrets import token_hex
+from secrets import randbits, token_hex
 from typing import Any
 
 from synth.account import home
@@ -105,6 +106,10 @@ class RunStore:
             for name in [name for name in COLUMNS if name not in have]:
                 db.execute(f"ALTER TABLE runs ADD COLUMN {name} {COLUMNS[name]}")
             db.execute("CREATE INDEX IF NOT EXISTS runs_table ON runs(table_key)")
+            # per table: the steward's decisions (synth.decisions) and the seed of its
+            # held-out units (synth.runs.split), neither ever part of a release
+            db.execute("CREATE TABLE IF NOT EXISTS tables (table_key TEXT PRIMARY KEY, "
+                       "decisions TEXT, saved REAL, split_seed INTEGER)")
 
     @contextmanager
     def _failing(self, how: str, path: Path | None = None) -> Iterator[None]:
@@ -205,6 +210,30 @@ class RunStore:
                     shutil.rmtree(entry.folder)
             db.execute("UPDATE runs SET deleted = 1 WHERE id = ?", (entry.id,))
             return self._find(db, entry.id)
+
+    def keep_decisions(self, table: str, body: dict) -> None:
+        """Keep the steward's decisions about a table (:mod:`synth.decisions`), replacing
+        those kept before."""
+        with self._transaction() as db:
+            db.execute("INSERT INTO tables (table_key, decisions, saved) VALUES (?, ?, ?) "
+                       "ON CONFLICT(table_key) DO UPDATE SET decisions = excluded.decisions, "
+                       "saved = excluded.saved", (table, _dumps(body), time.time()))
+
+    def decisions(self, table: str) -> tuple[dict, float] | None:
+        """The decisions kept about a table and when they were saved, if any."""
+        with self._transaction(write=False) as db:
+            row = db.execute("SELECT decisions, saved FROM tables WHERE table_key = ?",
+                             (table,)).fetchone()
+        return None if row is None or row[0] is None else (json.loads(row[0]), row[1])
+
+    def split_seed(self, table: str) -> int:
+        """The seed of a table's held-out units: drawn once from OS entropy, then kept."""
+        with self._transaction() as db:
+            db.execute("INSERT INTO tables (table_key, split_seed) VALUES (?, ?) ON CONFLICT"
+                       "(table_key) DO UPDATE SET split_seed = coalesce(split_seed, "
+                       "excluded.split_seed)", (table, randbits(62)))
+            return db.execute("SELECT split_seed FROM tables WHERE table_key = ?",
+                              (table,)).fetchone()[0]
 
     def _find(self, db: sqlite3.Connection, id: str) -> RunEntry:
         rows = db.execute(f"{SELECT} WHERE id = ?", (id,)).fetchall() or (db.execute(

@@ -605,3 +605,80 @@ def test_a_run_outlives_a_reload_and_runs_and_sweeps_a_server_restart(tmp_path, 
         page.locator(".js-plotly-plot").filter(has_text="share of rows").first.wait_for()
         shot(page, "compare-after-restart.png")
         assert "Traceback" not in page.content()
+
+
+
+def test_declarations_outlive_a_reload_and_a_restart(tmp_path, request):
+    """Issue 49's walk: a steward reads amounts as numbers, leaves a column out, declares
+    domains public, confirms and runs. After a reload and after a server restart, the same
+    file opened again is as they left it: the declarations, Compare's figures for the run and
+    its steward-only report (which failed when the amounts were read as text again)."""
+    from tests.test_decisions import shaped
+
+    data = shaped(3_000).drop(columns=["customer"]).to_csv(index=False).encode()
+    env = {**os.environ, "SYNTH_HOME": str(tmp_path / "home")}
+
+    def open_table(page) -> None:
+        """Upload the file, and open the Data page."""
+        sidebar = page.get_by_test_id("stSidebar")
+        sidebar.get_by_text(f"{SAMPLE}: 5,000 rows", exact=False).wait_for()
+        sidebar.locator("input[type=file]").set_input_files(
+            files=[{"name": "shaped.csv", "mimeType": "text/csv", "buffer": data}])
+        sidebar.get_by_text("shaped.csv: 3,000 rows", exact=False).wait_for()  # it is read
+        sidebar.get_by_role("link", name="Data").click()
+        page.get_by_text("shaped.csv: 3,000 rows", exact=True).wait_for()
+
+    def figures(page) -> tuple[str, str]:
+        """Compare's 2-way TVD for the run, and its steward-only report's quality score
+        (the report is made on a click: one that fails arrives as an error, not a file)."""
+        nav = page.get_by_test_id("stSidebarNav")
+        nav.get_by_role("link", name="Compare").click()
+        page.get_by_role("columnheader", name="2-way TVD").wait_for()
+        tvd = page.get_by_role("row").nth(1).get_by_role("cell").nth(5).inner_text()
+        nav.get_by_role("link", name="Synthesize").click()
+        page.get_by_text("Release: shaped.csv: Independent marginals ε=1 #1").wait_for()
+        arrived = {}
+        page.on("download", lambda d: arrived.setdefault(d.suggested_filename, d))
+        page.get_by_role("button", name="Steward-only report (HTML)").click()
+        wait_for_downloads(page, arrived, 1)
+        made = Path(arrived["steward_only_report.html"].path()).read_text()
+        return tvd, re.search(r"Quality Report\)</th><td>([0-9.]+)<", made)[1]
+
+    def as_left(page) -> None:
+        open_table(page)
+        page.get_by_text("are restored", exact=False).wait_for()
+        assert not page.get_by_role("button", name="Read amount as numbers").count()
+        assert not page.get_by_text("I have checked each column", exact=False).count()
+        left_out = page.get_by_test_id("stMultiSelect").filter(has_text="Columns to leave out")
+        assert "ticket" in left_out.inner_text()
+        assert figures(page) == measured
+        assert "Traceback" not in page.content()
+
+    with app_server(env) as (url, _), browsing(url, request) as page:
+        open_table(page)
+        page.get_by_role("button", name="Read amount as numbers").click()
+        page.get_by_role("button", name="Read amount as numbers").wait_for(state="detached")
+        for label, names in (("Columns to leave out", ["ticket"]),
+                             ("Columns whose domain", ["amount", "delay", "month", "segment",
+                                                       "joined"])):
+            box = page.get_by_test_id("stMultiSelect").filter(has_text=label).locator("input")
+            for name in names:
+                box.click()
+                box.fill(name)
+                box.press("Enter")
+            page.keyboard.press("Escape")
+        page.get_by_text("I have checked each column", exact=False).click()
+        page.get_by_text(re.compile("proposals? read from the table")).wait_for(
+            state="detached")
+        page.get_by_role("link", name="Synthesize").click()
+        page.get_by_role("button", name="Run", exact=True).click()
+        page.get_by_role("button", name="Spend and run").click()
+        wait_while_progressing(page, page.get_by_text(
+            "Release: shaped.csv: Independent marginals ε=1 #1"), "the release")
+        measured = figures(page)
+        assert re.fullmatch(r"0\.\d{3}", measured[0]), measured[0]
+        assert float(measured[1]) > 0.5, measured  # the real data against the release
+        page.reload()  # a new session: the uploaded file is gone, and opened again
+        as_left(page)
+    with app_server(env) as (url, _), browsing(url, request) as page:  # a restarted server
+        as_left(page)

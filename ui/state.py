@@ -15,16 +15,19 @@ import json
 import logging
 import secrets
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
 from synth.account import Store, TableAccount, home
 from synth.checklist import Check, release_checklist
 from synth.data import fingerprint, former_fingerprint, fragile_numbers, load_sample
+from synth.decisions import Decisions, restore
 from synth.errors import SynthError
 from synth.methods import METHODS
 from synth.privacy.unit import PrivacyUnit
@@ -66,6 +69,8 @@ class Dataset:
     # that file as it was read (its files and their stamps): what a Dask cluster counts
     source: TableFile | None = field(default=None, repr=False)
     converted: bool = False  # a conversion (Read as numbers) changed it since it was read
+    as_numbers: tuple[str, ...] = ()  # the columns Read as numbers converted
+    restored: str = ""  # what opening it restored of the steward's kept decisions
     # whose privacy account it is: the fingerprint of ``table`` as read, taken once here, so
     # a conversion the app offers later (Read as numbers) keeps the account of the same file
     # that the CLI, a sweep or another upload reaches
@@ -132,7 +137,8 @@ def _sample_dataset(name: str) -> Dataset:
 def dataset() -> Dataset:
     """The current dataset; the census sample until the user uploads another."""
     if "dataset" not in st.session_state:
-        st.session_state["dataset"] = _sample_dataset("census")
+        st.session_state["dataset"] = ds = _sample_dataset("census")
+        _restore(ds)
     return st.session_state["dataset"]
 
 
@@ -176,15 +182,49 @@ def set_dataset(ds: Dataset) -> None:
     _renew()
     for key in ("last_job", "last_sweep", "asked"):
         st.session_state.pop(key, None)
+    _restore(ds)
+
+
+def _restore(ds: Dataset) -> None:
+    """Open ``ds`` as the steward left it: the decisions the store keeps about the table
+    (:mod:`synth.decisions`), applied to it; where they no longer fit, it opens as read and
+    the Data page says why."""
+    try:
+        key = account(ds).key
+        kept = store().decisions(key)
+        if kept is None:
+            return
+        table, decisions = restore(kept[0], ds.table, ds.base)
+    except Exception as exc:  # kept by another version, or a store that cannot be read
+        log.warning("decisions about %s not restored", ds.name, exc_info=True)
+        why = exc if isinstance(exc, SynthError) else type(exc).__name__
+        ds.restored = (f"Your declarations kept for this table could not be restored ({why}): "
+                       "it opens as read.")
+        return
+    ds.table, ds.base, ds.unit = table, decisions.schema, decisions.unit
+    ds.converted, ds.as_numbers = bool(decisions.as_numbers), decisions.as_numbers
+    ds.schema = decisions.working()
+    st.session_state[mine("drop")] = list(decisions.left_out)
+    st.session_state["decided"] = (key, decisions.to_dict())
+    saved = time.strftime("%Y-%m-%d %H:%M", time.localtime(kept[1]))
+    ds.restored = (f"Your declarations for this table, as you left them on {saved}, are "
+                   "restored (kept under SYNTH_HOME, without the table's values).")
+
+
+def decide(decisions: Decisions) -> None:
+    """The Data page's decisions: the working schema from them, and kept in the store for
+    the table (written only when they change)."""
+    ds = dataset()
+    ds.schema = decisions.working()
+    key, body = account(ds).key, decisions.to_dict()
+    if st.session_state.get("decided") != (key, body):
+        store().keep_decisions(key, body)
+        st.session_state["decided"] = (key, body)
 
 
 def use_sample(name: str) -> None:
     """Switch to a bundled sample (an upload already read is not read again)."""
     set_dataset(_sample_dataset(name))
-
-
-def set_schema(schema: Schema) -> None:
-    dataset().schema = schema
 
 
 def set_base(schema: Schema, fresh_choices: bool = False) -> None:
@@ -460,17 +500,18 @@ def guard(action: str) -> Iterator[None]:
 
 def split(ds: Dataset, schema: Schema, hold_out: bool = True
           ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """:func:`synth.runs.split` of the current table, drawn once per table and unit column,
-    then kept: the preview, the run and sweeps see the same parts whatever page or hold-out
-    choice came between (a unit hold-out is a fresh random draw, so splitting again would
-    give other parts)."""
+    """:func:`synth.runs.split` of the current table, kept per table and unit column: the
+    preview, the run and sweeps see the same parts whatever page or hold-out choice came
+    between. A unit hold-out is a random draw from the seed the run store keeps for the
+    table, so a reload or a restart draws the parts a run was made from again."""
     if not hold_out or schema.target is None:
         return ds.table, None
     unit = ds.unit.column if ds.unit.declared else None
     kept = st.session_state.get("split")
     if kept is None or kept[0] is not ds.table or kept[1] != unit:
+        rng = np.random.default_rng(store().split_seed(account(ds).key)) if unit else None
         kept = st.session_state["split"] = (ds.table, unit,
-                                            split_table(ds.table, schema, True, ds.unit),
+                                            split_table(ds.table, schema, True, ds.unit, rng),
                                             secrets.token_hex(8))
     return kept[2]
 
