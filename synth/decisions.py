@@ -6,24 +6,32 @@ confirmation) are the steward's work: the run store keeps them per table, under 
 account key (:mod:`synth.store`), and the app restores them when the same table is opened
 again, in any tab, after a reload or a restart.
 
-The store keeps no value of the table. A domain declared public, or known from a column's
-meaning, is kept as declared; any other domain (read off the table's values by inference or
-by an edit, and learned privately by a run) is left out, with the inference's warnings, and
-read again from the table when the decisions are restored (:func:`synth.schema.read_domain`).
+The store keeps what the steward decided, never what inference read off the table: of each
+column, only the fields that differ from inference's proposal for the table as read (a
+confirmed kind, an edited policy or format, an origin), and its domain only where it is
+declared public. On restoring, the table is proposed again and the kept fields are laid over
+the proposal; a domain not declared public comes from the proposal, or is read again from
+the table where the steward changed how the column is read (:func:`synth.schema.read_domain`).
+So whether a column has blanks, a date format a single value decides or a kind no one
+confirmed never reach the store.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import pandas as pd
 
 from synth.errors import SchemaError
 from synth.privacy.unit import PrivacyUnit
-from synth.schema import Column, Schema, as_numbers, flags_for, read_domain
+from synth.schema import DATE_FIELDS, Column, Schema, as_numbers, flags_for, read_domain
 
-VERSION = 1
+VERSION = 2
+DOMAIN = ("lower", "upper", "categories")
+_DEFAULTS = {f.name: f.default for f in fields(Column)}
+# fields that change how a column's values are read: its domain is read again if one changed
+READING = ("kind", "granularity", "timezone", "input_format")
 
 
 @dataclass(frozen=True)
@@ -43,28 +51,36 @@ class Decisions:
                                    and unit not in self.left_out else [])]
         return self.schema.drop(leave) if leave else self.schema
 
-    def to_dict(self) -> dict[str, Any]:
-        """The decisions as the store keeps them: no domain read off the table."""
-        kept = replace(self.schema, columns=tuple(_kept(c) for c in self.schema))
-        return {"version": VERSION, "schema": kept.to_dict(), "left_out": list(self.left_out),
-                "unit": self.unit.column, "rows_per_unit": self.unit.max_rows,
-                "as_numbers": list(self.as_numbers)}
+    def to_dict(self, proposal: Schema) -> dict[str, Any]:
+        """The decisions as the store keeps them, against ``proposal`` (inference's reading
+        of the table as read): each column's changed fields, no domain read off the table."""
+        if list(proposal.names) != list(self.schema.names):
+            raise SchemaError("decisions are kept against the proposal of the same columns")
+        data = self.schema.to_dict()
+        columns = [_changed(c, p) for c, p in zip(data.pop("columns"), proposal.to_dict()[
+            "columns"], strict=True)]
+        return {"version": VERSION, "schema": {**data, "columns": columns},
+                "left_out": list(self.left_out), "unit": self.unit.column,
+                "rows_per_unit": self.unit.max_rows, "as_numbers": list(self.as_numbers)}
 
 
-def _kept(col: Column) -> Column:
-    """What the store keeps of a column: all of it where its domain is public knowledge,
-    else all but its domain; never the inference's warnings (they quote values)."""
-    if col.public or col.meaning:
-        return replace(col, flags=())
-    return replace(col, lower=None, upper=None, categories=None, flags=())
+def _changed(column: dict, proposed: dict) -> dict:
+    """A column's fields that differ from the proposal's (its name always; its domain only
+    where it is declared public; never the inference's warnings)."""
+    written = {**{k: _DEFAULTS[k] for k in proposed}, **column}  # a default is not written
+    changed = {k: v for k, v in written.items() if k != "flags" and (
+        k not in proposed or proposed[k] != v)}
+    if not column["public"]:
+        changed = {k: v for k, v in changed.items() if k not in DOMAIN}
+    return {"name": column["name"], **changed}
 
 
-def restore(data: Any, table: pd.DataFrame, inferred: Schema) -> tuple[pd.DataFrame, Decisions]:
+def restore(data: Any, table: pd.DataFrame, proposal: Schema
+            ) -> tuple[pd.DataFrame, Decisions]:
     """Kept decisions (as :meth:`Decisions.to_dict` wrote them) applied to ``table`` as read,
-    whose schema inference proposed ``inferred``: the table with the columns read as numbers
-    converted, and the decisions with each domain left out read again from it (and the
-    inference's warnings that hold for each column's kind). A SchemaError says why they no
-    longer fit it."""
+    for which inference proposed ``proposal``: the table with the columns read as numbers
+    converted, and the decisions. A SchemaError names the column they no longer fit (never
+    a value of it)."""
     if not isinstance(data, dict) or data.get("version") != VERSION:
         raise SchemaError("the kept decisions are of another version of this tool")
     numbers = tuple(data.get("as_numbers", ()))
@@ -73,15 +89,11 @@ def restore(data: Any, table: pd.DataFrame, inferred: Schema) -> tuple[pd.DataFr
         raise SchemaError(f"the kept decisions read columns {unknown[:3]} as numbers, which "
                           "this table does not have")
     table = table.assign(**{n: as_numbers(table[n]) for n in numbers}) if numbers else table
-    kept = Schema.from_dict(data["schema"])
-    if list(kept.names) != list(inferred.names):
+    kept = data["schema"]["columns"]
+    if [c.get("name") for c in kept] != list(proposal.names):
         raise SchemaError("the kept decisions describe other columns than this table's")
-
-    def back(col: Column) -> Column:
-        col = replace(col, flags=flags_for(inferred[col.name].flags, col.kind))
-        return col if col.public or col.meaning else read_domain(col, table[col.name])
-
-    schema = replace(kept, columns=tuple(back(c) for c in kept))
+    columns = tuple(_restored(c, proposal[c["name"]], table[c["name"]]) for c in kept)
+    schema = Schema.from_dict({**data["schema"], "columns": [c.to_dict() for c in columns]})
     left_out = tuple(data.get("left_out", ()))
     schema.drop(left_out)  # names every column the table lacks
     unit = PrivacyUnit(data.get("unit"), int(data.get("rows_per_unit", 1)))
@@ -89,3 +101,24 @@ def restore(data: Any, table: pd.DataFrame, inferred: Schema) -> tuple[pd.DataFr
         raise SchemaError(f"the kept privacy unit {unit.column!r} is not a column of this "
                           "table")
     return table, Decisions(schema, left_out, unit, numbers)
+
+
+def _restored(kept: dict, proposed: Column, values: pd.Series) -> Column:
+    """The proposal with the kept fields laid over it; its domain read again where the
+    steward changed how the column is read and declared none."""
+    base = {k: v for k, v in proposed.to_dict().items() if k != "flags"}
+    reread = any(k in kept for k in READING) and not any(k in kept for k in DOMAIN)
+    if reread:
+        base = {k: v for k, v in base.items() if k not in (*DOMAIN, "meaning")}
+    if kept.get("kind", proposed.kind) != proposed.kind:  # the former kind's own fields go
+        base = {k: v for k, v in base.items() if k not in (*DATE_FIELDS, "fill_value")}
+    try:
+        col = Schema.from_dict({"columns": [{**base, **kept}]}).columns[0]
+        col = read_domain(col, values) if reread else col
+        flags = flags_for(proposed.flags, col.kind)
+        if "input_format" in kept:  # the order is the steward's word (as edit_column says)
+            flags = tuple(f for f in flags if "day/month order" not in f)
+        return replace(col, flags=flags)
+    except SchemaError:  # its message may quote the table's values: never shown
+        raise SchemaError(f"column {proposed.name!r} no longer reads as it was declared") \
+            from None

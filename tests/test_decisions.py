@@ -59,26 +59,69 @@ def decided(table: pd.DataFrame) -> tuple[pd.DataFrame, Decisions]:
 def test_kept_decisions_hold_no_value_of_the_table_and_restore_exactly():
     table = shaped()
     converted, decisions = decided(table)
-    kept = json.dumps(decisions.to_dict())
+    proposal = infer_schema(table)
+    kept = json.dumps(decisions.to_dict(proposal))
     for private in ("T000001", table["amount"][0], str(int(converted["amount"].max())),
-                    str(float(np.nanmax(table["delay"]))), "2023-"):
-        assert private not in kept, private  # identifiers, bounds and dates read off the rows
-    assert "Basalt" in kept and '"12"' in kept  # declared public: kept as declared
-    again, back = restore(json.loads(kept), table, infer_schema(table))
+                    str(float(np.nanmax(table["delay"]))), "2023-", "Basalt"):
+        assert private not in kept, private  # identifiers, bounds, dates, categories
+    again, back = restore(json.loads(kept), table, proposal)
     pd.testing.assert_frame_equal(again, converted)
-    assert back == decisions  # every domain read again as inference read it
+    assert back == decisions  # the public domains proposed again, the others read again
     assert back.working().names == [c for c in table.columns
                                      if c not in ("ticket", "customer")]
 
 
+def test_what_inference_read_never_reaches_the_store():
+    """An auditor's finds: a month's proposed list says whether the column has blanks, a
+    single value decides a date's day/month order, and a kind no one confirmed is read off
+    the rows. None of them is kept; the steward's own choices are."""
+    rng = np.random.default_rng(3)
+    days = [f"{d:02d}/{m:02d}/2020" for d, m in zip(rng.integers(1, 13, 60),
+                                                    rng.integers(1, 13, 60), strict=True)]
+    clean = pd.DataFrame({"weekday": rng.integers(0, 7, 60), "when": days,
+                          "age": rng.integers(20, 70, 60)})
+    odd = clean.astype(object)  # a blank, a fraction, and a date only month-first reads
+    odd.loc[0, ["weekday", "age", "when"]] = [None, 30.5, "02/13/2020"]
+    assert infer_schema(clean)["when"].input_format != infer_schema(odd)["when"].input_format
+
+    def kept(table: pd.DataFrame, confirm: bool = False) -> dict:
+        proposal = infer_schema(table)
+        schema = proposal.confirm() if confirm else proposal
+        return Decisions(schema).to_dict(proposal)
+
+    assert kept(clean) == kept(odd)  # blanks, a fraction: the proposal's, not kept
+    assert kept(clean, confirm=True) == kept(odd, confirm=True)
+    assert "input_format" not in json.dumps(kept(clean, confirm=True))
+    proposal = infer_schema(clean)  # day first, flagged: the steward says month first
+    reordered = proposal.replace_column(edit_column(proposal["when"], clean["when"], "datetime",
+                                                    input_format="%m/%d/%Y"))
+    body = Decisions(reordered).to_dict(proposal)
+    assert '"%m/%d/%Y"' in json.dumps(body)  # the steward's word is kept
+    assert restore(body, clean, proposal)[1].schema == reordered
+    # a known domain edited is the steward's, no longer the meaning's (a default not written)
+    edited = proposal.replace_column(edit_column(proposal["age"], clean["age"], "numeric",
+                                                 lower=18, upper=99)).declare_public(["age"])
+    back = restore(Decisions(edited).to_dict(proposal), clean, proposal)[1].schema
+    assert back == edited and back["age"].meaning is None
+
+
 def test_decisions_that_no_longer_fit_the_table_are_refused_by_name():
     table = shaped()
-    kept = decided(table)[1].to_dict()
+    kept = decided(table)[1].to_dict(infer_schema(table))
     other = table.rename(columns={"delay": "late"})
     with pytest.raises(SchemaError, match="other columns"):
         restore(kept, other, infer_schema(other))
     with pytest.raises(SchemaError, match="another version"):
         restore({**kept, "version": 0}, table, infer_schema(table))
+    # a public fill value the re-read domain no longer holds: the column is named, no value
+    from dataclasses import replace
+    proposal = infer_schema(table)
+    amounts = replace(edit_column(proposal["delay"], table["delay"], "numeric", lower=-1e6,
+                                  upper=1e6, missing="fill", fill_value=-999_999.0))
+    body = Decisions(proposal.replace_column(amounts)).to_dict(proposal)
+    with pytest.raises(SchemaError, match=r"^column 'delay' no longer reads") as refused:
+        restore(body, table, proposal)
+    assert not any(ch.isdigit() for ch in str(refused.value))
 
 
 def test_the_store_keeps_a_tables_decisions_and_its_split_seed(tmp_path):

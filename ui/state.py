@@ -77,8 +77,12 @@ class Dataset:
     read_as: str = field(init=False)
     former: str = field(init=False, repr=False)  # its fingerprint as accounts were once kept
     fragile: str = field(init=False, repr=False)  # why a copy may have another account
+    # the schema proposed for (or bundled with) the table as read: what kept decisions
+    # are told apart from (synth.decisions)
+    proposal: Schema = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.proposal = self.base
         self.read_as = fingerprint(self.table)
         self.former = former_fingerprint(self.table)
         self.fragile = fragile_numbers(self.table)
@@ -194,10 +198,11 @@ def _restore(ds: Dataset) -> None:
         kept = store().decisions(key)
         if kept is None:
             return
-        table, decisions = restore(kept[0], ds.table, ds.base)
+        table, decisions = restore(kept[0], ds.table, ds.proposal)
     except Exception as exc:  # kept by another version, or a store that cannot be read
-        log.warning("decisions about %s not restored", ds.name, exc_info=True)
-        why = exc if isinstance(exc, SynthError) else type(exc).__name__
+        bug = not isinstance(exc, SynthError)  # a SynthError names columns, never values
+        log.warning("decisions about %s not restored: %s", ds.name, exc, exc_info=bug)
+        why = type(exc).__name__ if bug else exc
         ds.restored = (f"Your declarations kept for this table could not be restored ({why}): "
                        "it opens as read.")
         return
@@ -205,10 +210,11 @@ def _restore(ds: Dataset) -> None:
     ds.converted, ds.as_numbers = bool(decisions.as_numbers), decisions.as_numbers
     ds.schema = decisions.working()
     st.session_state[mine("drop")] = list(decisions.left_out)
-    st.session_state["decided"] = (key, decisions.to_dict())
+    st.session_state["decided"] = (key, decisions.to_dict(ds.proposal))
     saved = time.strftime("%Y-%m-%d %H:%M", time.localtime(kept[1]))
     ds.restored = (f"Your declarations for this table, as you left them on {saved}, are "
-                   "restored (kept under SYNTH_HOME, without the table's values).")
+                   "restored: they are kept under SYNTH_HOME without the table's values, so "
+                   "a domain you did not declare public is read again from the table.")
 
 
 def decide(decisions: Decisions) -> None:
@@ -216,7 +222,7 @@ def decide(decisions: Decisions) -> None:
     the table (written only when they change)."""
     ds = dataset()
     ds.schema = decisions.working()
-    key, body = account(ds).key, decisions.to_dict()
+    key, body = account(ds).key, decisions.to_dict(ds.proposal)
     if st.session_state.get("decided") != (key, body):
         store().keep_decisions(key, body)
         st.session_state["decided"] = (key, body)
