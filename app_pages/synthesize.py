@@ -450,18 +450,20 @@ st.markdown("**The release**: nothing in these files is read from the private ta
 # callables that the browser still held: "Deferred file … not found", a click that did nothing.
 d1, d2, d3, d4 = st.columns(4)
 files = record.release.files()  # the files `synth run` and the run store write
-d1.download_button("Synthetic table (CSV)", files[TABLE], file_name=TABLE, mime="text/csv",
+d1.download_button("Synthetic table (CSV)", files[TABLE], file_name=run.file_name(TABLE),
+                   mime="text/csv", on_click="ignore")
+d2.download_button("Privacy ledger (JSON)", files[LEDGER], file_name=run.file_name(LEDGER),
+                   mime="application/json", on_click="ignore")
+d3.download_button("Run configuration (JSON)", files[CONFIGURATION],
+                   file_name=run.file_name(CONFIGURATION), mime="application/json",
                    on_click="ignore")
-d2.download_button("Privacy ledger (JSON)", files[LEDGER], file_name=LEDGER,
-                   mime="application/json", on_click="ignore")
-d3.download_button("Run configuration (JSON)", files[CONFIGURATION], file_name=CONFIGURATION,
-                   mime="application/json", on_click="ignore")
 d4.download_button("Release report (HTML)", partial(release_page, run),
-                   file_name=REPORT, mime="text/html", on_click="ignore",
+                   file_name=run.file_name(REPORT), mime="text/html", on_click="ignore",
                    help="Ledger, parameters and the synthetic table's own charts.")
 st.markdown("**For you only, not for release**")
 st.download_button("Steward-only report (HTML)", partial(steward_page, run),
-                   file_name="steward_only_report.html", mime="text/html", on_click="ignore",
+                   file_name=run.file_name("steward_only_report.html"), mime="text/html",
+                   on_click="ignore",
                    help="The release report plus real-against-synthetic comparisons: it "
                         "shows the private table's marginals, so keep it with the data.")
 st.code(record.command, language="bash")

@@ -216,8 +216,10 @@ def test_starts_on_the_sample_and_runs(page):
     for label in names:
         page.get_by_role("button", name=label).click()
     wait_for_downloads(page, arrived, len(names))
-    assert set(arrived) == set(names.values())
-    files = {name: Path(d.path()).read_text() for name, d in arrived.items()}
+    # named after the table, the method and the run's number: two runs never overwrite
+    run = "census-demo-bundled-sample-independent-1-"
+    assert set(arrived) == {run + name for name in names.values()}
+    files = {name.removeprefix(run): Path(d.path()).read_text() for name, d in arrived.items()}
     schema = load_sample()[1]
     assert files["synth.csv"].splitlines()[0].split(",") == schema.names
     ledger = json.loads(files["ledger.json"])
@@ -337,10 +339,11 @@ def test_the_panel_sample_protects_each_person_through_to_the_ledger(page):
     for label in ("Synthetic table (CSV)", "Privacy ledger (JSON)"):
         page.get_by_role("button", name=label).click()
     wait_for_downloads(page, arrived, 2)
-    ledger = json.loads(Path(arrived["ledger.json"].path()).read_text())
+    run = "panel-demo-person-months-bundled-sample-independent-1-"
+    ledger = json.loads(Path(arrived[run + "ledger.json"].path()).read_text())
     assert "'person_id' (≤ 2 rows kept per unit" in ledger["relation"]
     assert ledger["entries"][0]["stage"] == "rows"
-    released = Path(arrived["synth.csv"].path()).read_text() + json.dumps(ledger)
+    released = Path(arrived[run + "synth.csv"].path()).read_text() + json.dumps(ledger)
     assert "person_id" not in released.splitlines()[0]
     assert not re.search(r"P\d{5}", released)  # the panel's IDs: P00001 …
     assert "Traceback" not in page.content()
@@ -406,12 +409,12 @@ def test_an_uploaded_date_column_is_released_as_dates(page):
     for label in ("Synthetic table (CSV)", "Privacy ledger (JSON)"):
         page.get_by_role("button", name=label).click()
     wait_for_downloads(page, arrived, 2)
-    lines = Path(arrived["synth.csv"].path()).read_text().splitlines()
+    lines = Path(arrived["signups-independent-1-synth.csv"].path()).read_text().splitlines()
     assert lines[0] == "signup,plan,age" and len(lines) > 1
     released = [line.split(",")[0] for line in lines[1:]]
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\d", d) for d in released), released[:5]
     assert min(released) >= "2020-01-01" and max(released) <= "2022-12-28"
-    ledger = json.loads(Path(arrived["ledger.json"].path()).read_text())
+    ledger = json.loads(Path(arrived["signups-independent-1-ledger.json"].path()).read_text())
     signup = next(c for c in ledger["schema"]["columns"] if c["name"] == "signup")
     assert (signup["kind"], signup["lower"], signup["upper"], signup["input_format"]) == (
         "datetime", "2020-01-01", "2022-12-28", None)  # how the private file writes them: kept
@@ -641,7 +644,7 @@ def test_declarations_outlive_a_reload_and_a_restart(tmp_path, request):
         page.on("download", lambda d: arrived.setdefault(d.suggested_filename, d))
         page.get_by_role("button", name="Steward-only report (HTML)").click()
         wait_for_downloads(page, arrived, 1)
-        made = Path(arrived["steward_only_report.html"].path()).read_text()
+        made = Path(arrived["shaped-independent-1-steward_only_report.html"].path()).read_text()
         return tvd, re.search(r"Quality Report\)</th><td>([0-9.]+)<", made)[1]
 
     def as_left(page) -> None:

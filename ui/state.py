@@ -13,11 +13,13 @@ import functools
 import hashlib
 import json
 import logging
+import re
 import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -98,6 +100,14 @@ class Run:
     real: pd.DataFrame  # the rows it was synthesized from: for comparisons, never released
     schema: Schema  # the working schema of the run (may hold data-derived domains)
     id: str = ""  # its id in the run store
+    number: int = 0  # its place in the table's runs (#1 first)
+    table: str = ""  # the table's name as the store records it
+
+    def file_name(self, name: str) -> str:
+        """A download's name after the table, the method and the run's number
+        ('shaped-independent-2-synth.csv'): two runs' files never overwrite each other."""
+        stem = re.sub(r"[^a-z0-9]+", "-", Path(self.table).stem.lower()).strip("-") or "run"
+        return f"{stem}-{self.record.method}-{self.number}-{name}"
 
     @functools.cached_property
     def fidelity(self) -> Fidelity | None:
@@ -305,7 +315,8 @@ def runs(ds: Dataset | None = None) -> list[Run]:
             kept[entry.id] = record
             real = split(ds, record.schema, entry.summary.get("held_out", False))[0]
             seen[where] = Run(run_name(entry, number), record, real,
-                              record.schema.reading(ds.schema), entry.id)
+                              record.schema.reading(ds.schema), entry.id, number,
+                              entry.table_name)
         found.append(seen[where])
     return found
 
