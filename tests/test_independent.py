@@ -139,3 +139,23 @@ def test_marginals_are_accurate_but_pairs_are_not(adult_parts, adult_public):
     assert fid.tvd2 > 3 * fid.tvd1  # ... but the columns are independent
     result = evaluate(test, out, adult_public, real_train=train)
     assert result["accuracy"] <= result["majority"] + 0.02  # nothing to learn from
+
+
+@pytest.mark.parametrize("rows", [30, 50_000])
+def test_the_preview_states_the_noise_against_a_small_categorys_own_size(rows):
+    """A steward's walk read '±4869 % of its own size' on a 30-row table: past its size the
+    noise is said in times, and the category lost in it."""
+    from .conftest import given as population
+
+    table = pd.DataFrame({"a": ["x", "y"] * (rows // 2), "b": ["u", "v", "w", "z", "t"] * (
+        rows // 5)})
+    n = population(table)
+    (stage,) = [s for s in make("independent").preview(
+        n, infer_schema(table).confirm(), Budget(1.0, 1e-5)) if s.mechanism.startswith("Gaussian")]
+    ratio = stage.event.sigma / (0.01 * n)
+    said = stage.meaning.split("i.e. ")[1]
+    if ratio < 1:
+        assert said == f"±{ratio:.0%} of its own size"
+    else:
+        assert said.startswith(f"{ratio:,.0f} times its own size") and "lost" in said
+        assert "%" not in said

@@ -261,3 +261,23 @@ def test_the_finest_level_gives_a_whole_number_an_interval_per_value(lower, uppe
     cells = q.cells(space.encode(values), np.array([4]))[:, 0]
     if finest == upper - lower + 1:
         assert len(np.unique(cells)) == len(values)  # a bijection of values and cells
+
+
+@pytest.mark.parametrize(("lower", "upper", "bins"), [(1, 99, 20), (0, 7, 3), (-40, 1_000, 7)])
+def test_whole_number_bins_are_named_by_the_whole_numbers_they_hold(lower, upper, bins):
+    """A steward read hours binned as '[1, 2.1)': an integer column's bins are named by the
+    first and last whole number each holds, together every value once, and a value drawn
+    from a bin lies in its name's range."""
+    from synth.encoding import Discretizer
+    from synth.schema import Column, Schema
+
+    col = Column("h", "numeric", lower=lower, upper=upper, integer=True, public=True)
+    disc = Discretizer(Schema((col,)), bins=bins)
+    ranges = [tuple(int(v) for v in label.replace("–", " ").split()) for label in
+              disc.labels("h")]
+    held = [v for r in ranges for v in range(r[0], r[-1] + 1)]
+    assert held == list(range(lower, upper + 1))
+    codes = np.repeat(np.arange(len(ranges)), 50)[:, None]
+    drawn = disc.decode(codes, np.random.default_rng(0))["h"].to_numpy()
+    assert all(ranges[c][0] <= v <= ranges[c][-1] for c, v in zip(codes[:, 0], drawn,
+                                                                   strict=True))

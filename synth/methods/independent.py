@@ -126,10 +126,13 @@ class IndependentMarginals(Synthesizer):
         except BudgetError as exc:
             return [NoiseScale(MEASURE, "Gaussian", "impossible", str(exc))]
         sigma = event.sigma
+        ratio = sigma / (0.01 * n)  # the noise against the category's own count
+        size = (f"±{ratio:.0%} of its own size" if ratio < 1 else
+                f"{ratio:,.0f} times its own size: so small a category is lost in the noise")
         return [NoiseScale(
             MEASURE, "Gaussian, zCDP", describe(event),
             f"a category holding 1% of the {n:,} rows is measured within ±{sigma / n:.2%} of "
-            f"the table (1 σ), i.e. ±{sigma / (0.01 * n):.0%} of its own size", event)]
+            f"the table (1 σ), i.e. {size}", event)]
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         codes = np.column_stack([rng.choice(len(p), size=n, p=p) for p in self.marginals_])
