@@ -69,7 +69,10 @@ with st.expander("Which method when? One line each, from the benchmarks"):
 explain("Each method turns the private table into a model under differential privacy, then "
         "samples synthetic rows from the model; sampling costs no further privacy.")
 
-n = population(ds.table, ds.unit).units  # rows, or people with a privacy unit
+# the rows (or people, with a privacy unit) a run synthesizes: the plan's n, less the held-out
+# sixth while its box (further down) is ticked
+held = schema.target is not None and st.session_state.get(f"{state.CHOICE}holdout", True)
+n = population(state.split(ds, schema, held)[0], ds.unit).units
 left, right = st.columns(2)
 with left:
     epsilon = st.select_slider("Total privacy budget ε (log scale)", EPSILONS, value=1.0,
