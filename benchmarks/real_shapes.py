@@ -30,8 +30,10 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import multiprocessing
 import platform
 import statistics
+from concurrent.futures import ProcessPoolExecutor
 from datetime import date
 from pathlib import Path
 
@@ -119,12 +121,21 @@ def draws(shaped, name: str, epsilon: float, count: int) -> dict:
             "refusal": str(refusals[0]) if refusals else None, "columns": columns}
 
 
-def runs(shaped, name: str, epsilon: float, seeds: int, methods: list[str]) -> list[dict]:
-    """End-to-end runs: the worst column's share outside the release, honest 2-way TVD."""
+def runs(name: str, epsilon: float, seeds: int, methods: list[str]) -> list[dict]:
+    """End-to-end runs: the worst column's share outside the release, honest 2-way TVD.
+    Each table and ε runs in a fresh process: MST's compiled kernels (JAX) pile up mapped
+    memory in one, which ran out after some eighty runs."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=context, max_tasks_per_child=1) as pool:
+        return pool.submit(_runs, name, epsilon, seeds, methods).result()
+
+
+def _runs(name: str, epsilon: float, seeds: int, methods: list[str]) -> list[dict]:
     from synth.errors import SynthError
     from synth.runs import run
     from synth.schema import CATEGORICAL
 
+    shaped = _shaped()
     table = shaped.generate(name)
     out = []
     for declared, schema in schemas(shaped, table).items():
@@ -176,8 +187,7 @@ def main() -> None:
             print(json.dumps(learned[-1]), flush=True)
     kept = json.loads(OUT.read_text())["runs"] if args.no_runs and OUT.exists() else []
     ran = kept if args.no_runs else [c for name in args.tables for epsilon in args.epsilons
-                                     for c in runs(shaped, name, epsilon, args.seeds,
-                                                   args.methods)]
+                                     for c in runs(name, epsilon, args.seeds, args.methods)]
     out = {"protocol": "generated tables (scripts/make_shaped_data.py, seed 0); δ by "
                        "default_delta(n); default domain share; draws: domain learning "
                        f"alone {args.draws} times per table and ε, categories and known "

@@ -274,8 +274,33 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     synth = read_table(args.synth, max_bytes=args.max_bytes, encoding=args.encoding)
     train = read_table(args.train, max_bytes=args.max_bytes,
                        encoding=args.encoding) if args.train else None
-    print(json.dumps(evaluate(test, synth, schema, target=args.target, real_train=train)))
+    figures = evaluate(test, synth, schema, target=args.target, real_train=train)
+    print(json.dumps(figures) if args.json else evaluation_text(figures, len(test)))
     return 0
+
+
+def evaluation_text(figures: dict, tested: int) -> str:
+    """:func:`~synth.evaluation.evaluate`'s figures in a steward's words."""
+    def f(key: str) -> str:  # NaN: nothing to score (no pair with a real trend, say)
+        value = figures.get(key, math.nan)
+        return "none" if math.isnan(value) else f"{value:.3f}"
+
+    lines = [f"{figures['rows']:,} synthetic rows, compared with the real table (these "
+             "figures read it: for your eyes, not for release)"]
+    if "accuracy" in figures:
+        real = (f", a tree trained on the real table {f('real_accuracy')}"
+                if "real_accuracy" in figures else "")
+        lines.append(f"utility: a decision tree trained on the synthetic rows, tested on "
+                     f"{tested:,} real ones: accuracy {f('accuracy')} (the majority class "
+                     f"{f('majority')}{real}), balanced accuracy {f('balanced_accuracy')} "
+                     f"(chance {f('chance_balanced_accuracy')}), macro F1 {f('macro_f1')} "
+                     f"(chance {f('chance_macro_f1')})")
+    lines += [f"fidelity against the real {figures['tvd_reference']} table: 1-way TVD "
+              f"{f('tvd1')}, 2-way TVD {f('tvd2')} (0 is identical, 1 disjoint)",
+              f"quality (SDMetrics' Quality Report): {f('quality')} (column shapes "
+              f"{f('column_shapes')}, column pair trends {f('column_pair_trends')}); data "
+              f"validity {f('data_validity')}"]
+    return "\n".join(lines)
 
 
 def cmd_split(args: argparse.Namespace) -> int:
@@ -566,12 +591,13 @@ def build_parser() -> argparse.ArgumentParser:
                           "count (independent, gsd, mst, aim)")
     run.set_defaults(func=cmd_run)
 
-    ev = sub.add_parser("evaluate", help="utility and fidelity of a synthetic table (JSON)")
+    ev = sub.add_parser("evaluate", help="utility and fidelity of a synthetic table")
     ev.add_argument("real_test")
     ev.add_argument("synth")
     ev.add_argument("--schema", type=Path, required=True)
     ev.add_argument("--target")
     ev.add_argument("--train", help="real training table: fidelity reference and real-data tree")
+    ev.add_argument("--json", action="store_true", help="the figures as one line of JSON")
     data_arg(ev)
     ev.set_defaults(func=cmd_evaluate)
 

@@ -88,7 +88,7 @@ def test_infer_run_evaluate_round_trip(tmp_path, adult_files):
     assert "seconds" not in record
 
     res = synth("evaluate", adult_files / "adult_test.csv", out, "--schema", schema_path,
-                "--target", "income", "--train", adult_files / "adult_train.csv")
+                "--target", "income", "--train", adult_files / "adult_train.csv", "--json")
     assert res.returncode == 0, res.stderr
     lines = res.stdout.strip().splitlines()
     assert len(lines) == 1
@@ -98,6 +98,10 @@ def test_infer_run_evaluate_round_trip(tmp_path, adult_files):
     test_income = pd.read_csv(adult_files / "adult_test.csv")["income"]
     assert figures["majority"] == pytest.approx(test_income.value_counts(normalize=True).max())
     assert 0.7 < figures["majority"] < 0.8  # Adult's ~75 % of incomes ≤50K (notes, thesis §4)
+    said = synth("evaluate", adult_files / "adult_test.csv", out, "--schema", schema_path,
+                 "--target", "income", "--train", adult_files / "adult_train.csv").stdout
+    assert f"2-way TVD {figures['tvd2']:.3f}" in said  # the same figures, in words
+    assert f"accuracy {figures['accuracy']:.3f} (the majority class" in said
 
 
 def test_run_with_data_derived_domains_and_a_share(tmp_path):
