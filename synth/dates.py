@@ -162,6 +162,9 @@ def text_of(units: float, granularity: str, timezone: str) -> str:
                    iso_format(granularity, timezone))[0]
 
 
+_END_OF_DAY = {"2400": "0000"}
+
+
 def parse(values: pd.Series, granularity: str, timezone: str, fmt: str | None,
           finer: bool = False) -> tuple[np.ndarray, np.ndarray, int, int]:
     """(units since the epoch, NaN where blank; which values are blank; how many present
@@ -197,8 +200,10 @@ def parse(values: pd.Series, granularity: str, timezone: str, fmt: str | None,
         todo &= ~zoned_distinct
     if fmt is None and granularity != "year":  # ISO 8601 reads '2020' as a day too
         todo &= np.array([bool(_PARTS[granularity].match(t)) for t in texts], dtype=bool)
-    if fmt == "%H%M":  # 517 is 05:17 and 45 is 00:45: the reader needs all four digits
-        texts = np.array([t.zfill(4) if t.isdigit() else t for t in texts], dtype=object)
+    if fmt == "%H%M":  # 517 is 05:17 and 45 is 00:45: the reader needs all four digits;
+        # 2400, a day's end in airline schedules, is its midnight
+        texts = np.array([_END_OF_DAY.get(t.zfill(4), t.zfill(4)) if t.isdigit() else t
+                          for t in texts], dtype=object)
     fmt = ISO if fmt is None else fmt
     read = pd.to_datetime(pd.Series(texts[todo], dtype=object), format=fmt,
                           errors="coerce", utc=True)

@@ -725,12 +725,13 @@ def _clock(col: Column) -> Column:
 
 def _hhmm(col: Column, values: pd.Series | np.ndarray) -> Column:
     """A number named like a time (``dep_time``) whose values are all clock times written
-    as HHMM (517 is 05:17: whole, under 2400, minutes under 60, some past the first hour)
-    is a time of day, released as one ('0517'): as a number, 562 (minute 62) would be a
-    valid release. Anything else named 'time' (a duration, ``air_time``) stays a number."""
+    as HHMM (517 is 05:17: whole, at most 2400, a day's end read as midnight, minutes under
+    60, some past the first hour) is a time of day, released as one ('0517'): as a number,
+    562 (minute 62) would be a valid release. Anything else named 'time' (a duration,
+    ``air_time``) stays a number."""
     x = pd.to_numeric(pd.Series(np.asarray(values, dtype=object)), errors="coerce").dropna()
     x = x.to_numpy(dtype=float)
-    clock = (x == np.round(x)) & (x >= 0) & (x < 2400) & (x % 100 < 60)
+    clock = (x == np.round(x)) & (x >= 0) & (x <= 2400) & (x % 100 < 60)
     if not len(x) or not clock.all() or x.max() < 100:  # 0–59 alone: minutes, not a clock
         return col
     return _clock(replace(col, kind=DATETIME, integer=False, granularity="minute",

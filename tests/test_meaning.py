@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from synth.meaning import meant, words
-from synth.schema import DATETIME, Schema, infer_schema
+from synth.schema import DATETIME, Schema, infer_schema, prepare
 
 from .test_cli import synth
 
@@ -155,6 +155,11 @@ def test_clock_times_are_a_time_of_day_released_as_valid_times():
         assert (col.shown(col.lower), col.shown(col.upper)) == (
             ("0000", "2359") if name == "dep_time" else ("00:00", "23:59")), name
     assert schema["air_time"].kind == "numeric" and not schema["air_time"].meaning
+    # 2400, a day's end in airline schedules, is read as midnight, not as a number
+    schedule = table.assign(dep_time=table["dep_time"].where(table.index % 50 > 0, 2400))
+    ends = infer_schema(schedule).confirm().declare_public(["dep_time"])
+    assert ends["dep_time"].kind == DATETIME
+    assert released(prepare(schedule, ends)[["dep_time"]].head(1), ends)["dep_time"][0] == "0000"
     assert schema["stamp"].granularity == "hour"
     # a sample holding 05:00–23:59 is still proposed the whole day
     assert table["dep_time"].min() >= 500
