@@ -22,6 +22,7 @@ from synth.schema import (
     Schema,
     as_numbers,
     edit_column,
+    read_as_numbers,
     validate,
 )
 from ui import layout, state
@@ -180,12 +181,10 @@ for col in flagged:
         with state.guard(f"Reading {col.name!r} as numbers"):
             # a new object (kept results are keyed per table object); the privacy account
             # stays the file's as read (ds.read_as)
-            ds.table = ds.table.assign(**{col.name: as_numbers(ds.table[col.name])})
+            text = ds.table[col.name]
+            ds.table = ds.table.assign(**{col.name: as_numbers(text)})
             ds.converted = True  # the file as it lies is no longer this table
-            ds.as_numbers = (*ds.as_numbers, col.name)
-            text_flag = tuple(f for f in col.flags if not f.startswith("numbers stored"))
-            state.set_base(ds.base.replace_column(
-                edit_column(replace(col, flags=text_flag), ds.table[col.name], NUMERIC)))
+            state.set_base(ds.base.replace_column(read_as_numbers(col, text)))
             st.rerun()
 
 names = ds.base.names
@@ -270,8 +269,7 @@ confirmed = not ds.base.proposed or st.checkbox(
 
 with state.guard("Updating the schema"):
     schema = replace(ds.base.declare_public(public), target=target)
-    state.decide(Decisions(schema.confirm() if confirmed else schema, tuple(dropped), ds.unit,
-                           ds.as_numbers))
+    state.decide(Decisions(schema.confirm() if confirmed else schema, tuple(dropped), ds.unit))
 
 st.dataframe(describe(ds.schema), width="stretch", hide_index=True)
 if ds.schema.proposed:

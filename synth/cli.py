@@ -42,7 +42,7 @@ from synth.privacy.unit import PrivacyUnit
 from synth.protocol import protocol_split
 from synth.release import LEDGER, TABLE, Output, ReleaseWriter
 from synth.release import write_file as _write  # every other file the CLI writes
-from synth.schema import DATETIME, Schema, infer_schema, validate
+from synth.schema import DATETIME, Schema, infer_schema, read_as_numbers, validate
 from synth.source import TableFile, open_table, table_population
 from synth.store import RunStore
 from synth.sweep import DEMO, PRESETS
@@ -116,7 +116,11 @@ def _program() -> str:
 def cmd_schema_confirm(args: argparse.Namespace) -> int:
     schema = Schema.load(args.schema)
     table = read_table(args.data, max_bytes=args.max_bytes, encoding=args.encoding)
-    asked = [n.strip() for item in args.public or [] for n in item.split(",") if n.strip()]
+    for name in _listed(args.numbers):  # '3,750' as 3750, in every run that reads the file
+        schema = schema.replace_column(read_as_numbers(schema[name], table[name]))
+    left_out = _listed(args.leave_out)
+    schema = schema.drop(left_out) if left_out else schema
+    asked = _listed(args.public)
     words = [w for w in asked if w in declarations.SHORTCUTS and w not in schema.names]
     # a codebook of all, of the categories, or of the domains names mean
     kept, skipped = declarations.by_shortcut(schema, table, words)
@@ -124,8 +128,9 @@ def cmd_schema_confirm(args: argparse.Namespace) -> int:
     for name, (word, why) in skipped.items():
         print(f"warning: --public {word} leaves {name!r} undeclared ({why}): a shortcut "
               "never publishes identifiers, numbers read as text or near-unique "
-              f"categories; name it (--public {name}) to declare it deliberately, or "
-              "delete it from the schema's columns to leave it out", file=sys.stderr)
+              f"categories; name it (--public {name}) to declare it deliberately"
+              + (f", --numbers {name} to read it as numbers" if "numbers" in why else "")
+              + f", or --leave-out {name} to leave it out", file=sys.stderr)
     newly = [n for n in public if n in schema.names and not schema[n].public]
     schema = schema.confirm().declare_public([c.name for c in schema if c.public] + public)
     if args.nice:
@@ -145,6 +150,11 @@ def cmd_schema_confirm(args: argparse.Namespace) -> int:
           + (f", and whether {len(blanks)} columns that may have blanks have any"
              if blanks else ""), file=sys.stderr)
     return 0
+
+
+def _listed(items: list[str] | None) -> list[str]:
+    """Column names given as repeatable, comma-separated options."""
+    return [n.strip() for item in items or [] for n in item.split(",") if n.strip()]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -543,6 +553,13 @@ def build_parser() -> argparse.ArgumentParser:
                               "for every column, 'categories' for every categorical one, "
                               "'known' for every domain proposed from its name, such as a "
                               "month's 1-12; combine them: categories,known); repeatable")
+    confirm.add_argument("--numbers", action="append", metavar="COLUMN,...",
+                         help="columns of numbers the file writes as text with separators or "
+                              "currency signs ('3,750'): read as the numbers they write; "
+                              "repeatable")
+    confirm.add_argument("--leave-out", action="append", metavar="COLUMN,...",
+                         help="columns to leave out of the synthetic table (identifiers, say): "
+                              "removed from the schema; repeatable")
     confirm.add_argument("--nice", action="store_true",
                          help="round the bounds of newly public numeric columns outward to "
                               "round numbers: the exact extremes are not published, though "

@@ -42,7 +42,6 @@ class Decisions:
     schema: Schema
     left_out: tuple[str, ...] = ()
     unit: PrivacyUnit = field(default_factory=PrivacyUnit)
-    as_numbers: tuple[str, ...] = ()  # columns of numbers written as text, read as numbers
 
     def working(self) -> Schema:
         """The schema a run uses: the columns left out, and the unit's column, dropped."""
@@ -61,7 +60,7 @@ class Decisions:
             "columns"], strict=True)]
         return {"version": VERSION, "schema": {**data, "columns": columns},
                 "left_out": list(self.left_out), "unit": self.unit.column,
-                "rows_per_unit": self.unit.max_rows, "as_numbers": list(self.as_numbers)}
+                "rows_per_unit": self.unit.max_rows}
 
 
 def _changed(column: dict, proposed: dict) -> dict:
@@ -78,20 +77,16 @@ def _changed(column: dict, proposed: dict) -> dict:
 def restore(data: Any, table: pd.DataFrame, proposal: Schema
             ) -> tuple[pd.DataFrame, Decisions]:
     """Kept decisions (as :meth:`Decisions.to_dict` wrote them) applied to ``table`` as read,
-    for which inference proposed ``proposal``: the table with the columns read as numbers
-    converted, and the decisions. A SchemaError names the column they no longer fit (never
-    a value of it)."""
+    for which inference proposed ``proposal``: the table with the columns declared written
+    as text converted to the numbers they write, and the decisions. A SchemaError names the
+    column they no longer fit (never a value of it)."""
     if not isinstance(data, dict) or data.get("version") != VERSION:
         raise SchemaError("the kept decisions are of another version of this tool")
-    numbers = tuple(data.get("as_numbers", ()))
-    unknown = [n for n in numbers if n not in table.columns]
-    if unknown:
-        raise SchemaError(f"the kept decisions read columns {unknown[:3]} as numbers, which "
-                          "this table does not have")
-    table = table.assign(**{n: as_numbers(table[n]) for n in numbers}) if numbers else table
     kept = data["schema"]["columns"]
     if [c.get("name") for c in kept] != list(proposal.names):
         raise SchemaError("the kept decisions describe other columns than this table's")
+    numbers = [c["name"] for c in kept if c.get("written_as_text")]
+    table = table.assign(**{n: as_numbers(table[n]) for n in numbers}) if numbers else table
     columns = tuple(_restored(c, proposal[c["name"]], table[c["name"]]) for c in kept)
     schema = Schema.from_dict({**data["schema"], "columns": [c.to_dict() for c in columns]})
     left_out = tuple(data.get("left_out", ()))
@@ -100,7 +95,7 @@ def restore(data: Any, table: pd.DataFrame, proposal: Schema
     if unit.column is not None and unit.column not in table.columns:
         raise SchemaError(f"the kept privacy unit {unit.column!r} is not a column of this "
                           "table")
-    return table, Decisions(schema, left_out, unit, numbers)
+    return table, Decisions(schema, left_out, unit)
 
 
 def _restored(kept: dict, proposed: Column, values: pd.Series) -> Column:

@@ -70,6 +70,10 @@ class Column:
     flags: tuple[str, ...] = ()
     digits: int | None = None  # significant digits a released number keeps (None: DIGITS)
     blanks: bool = True  # missing='indicator': False once a run learned privately there are none
+    # a number the file writes as text with digit separators or currency signs ('3,750',
+    # '$1,200'): read as the number it writes (how the private file writes it, like a date's
+    # input_format: never part of a release)
+    written_as_text: bool = False
     # the domain proposed from the column's name and kind, public knowledge ("a month is
     # 1–12", synth.meaning), not read off the table; None: no such proposal
     meaning: str | None = None
@@ -116,6 +120,9 @@ class Column:
                 self.digits, int) or not 1 <= self.digits <= 17):
             raise SchemaError(f"{where}: digits must be a whole number from 1 to 17 "
                               f"(significant digits), got {self.digits!r}")
+        if self.written_as_text and self.kind != NUMERIC:
+            raise SchemaError(f"{where}: written_as_text applies to numeric columns only; it "
+                              f"is {self.kind}")
         if self.kind != CATEGORICAL:
             self._check_numeric(where)
         elif self.releasable and not self.categories:
@@ -223,7 +230,8 @@ class Column:
         d = {f.name: getattr(self, f.name) for f in fields(self)}  # asdict deep-copies: slow
         d["categories"] = list(self.categories) if self.categories is not None else None
         d["flags"] = list(self.flags)
-        for name, default in (("digits", None), ("blanks", True), ("meaning", None)):
+        for name, default in (("digits", None), ("blanks", True), ("meaning", None),
+                              ("written_as_text", False)):
             if d[name] == default:  # a schema file says nothing of a default
                 del d[name]
         if self.kind != DATETIME:
@@ -374,9 +382,9 @@ class Schema:
         holds beyond its columns and target (a steward's notes) removed."""
         def redact(c: Column) -> Column:
             if c.releasable:
-                return replace(c, flags=(), input_format=None)
+                return replace(c, flags=(), input_format=None, written_as_text=False)
             return replace(c, lower=None, upper=None, categories=None, flags=(),
-                           input_format=None,
+                           input_format=None, written_as_text=False,
                            fill_value=c.fill_value if c.missing == "fill" else None)
 
         return replace(self, columns=tuple(redact(c) for c in self.columns), extra={})
@@ -411,7 +419,7 @@ class Schema:
                 args["categories"] = tuple(args["categories"])
             if not isinstance(args.get("flags", []), list):
                 raise SchemaError(f"column {raw['name']!r}: flags must be a list of strings")
-            for flag in ("public", "integer", "learned", "proposed", "blanks"):
+            for flag in ("public", "integer", "learned", "proposed", "blanks", "written_as_text"):
                 if flag in args and not isinstance(args[flag], bool):
                     raise SchemaError(f"column {raw['name']!r}: {flag!r} must be true or false")
             if args.get("kind") == DATETIME:  # a schema file's dates are text, never counts
@@ -802,7 +810,8 @@ def _read_column(name: str, values: pd.Series | np.ndarray, max_codes: int,
     example = None if as_number is not None else numbers_as_text(present)
     if example is not None:
         flags.append(f"numbers stored as text (e.g. {example!r}): read them as numbers (the "
-                     "Data page offers it) or remove separators and currency signs from the file")
+                     "Data page's Read as numbers, or schema confirm --numbers) or remove "
+                     "separators and currency signs from the file")
     if identifier:
         flags.append(id_flag)
     elif distinct > 100:
@@ -861,8 +870,20 @@ def numbers_as_text(values: Iterable[Any]) -> str | None:
 
 def as_numbers(values: pd.Series) -> pd.Series:
     """The fix for :func:`numbers_as_text`: separators and currency signs removed."""
-    cleaned = values.astype("string").str.replace(r"[\s,$€£¥%]", "", regex=True)
-    return pd.to_numeric(cleaned, errors="coerce").where(values.notna())
+    return pd.to_numeric(_unseparated(values.astype("string")), errors="coerce").where(
+        values.notna())
+
+
+def _unseparated(text: pd.Series) -> pd.Series:
+    return text.str.replace(r"[\s,$€£¥%]", "", regex=True)
+
+
+def read_as_numbers(col: Column, values: pd.Series) -> Column:
+    """``col`` read as the numbers its text writes ('3,750'): numeric, its domain read off
+    them, and declared :attr:`~Column.written_as_text`, so every run reads the file so."""
+    text_flag = tuple(f for f in col.flags if not f.startswith("numbers stored"))
+    return replace(edit_column(replace(col, flags=text_flag), as_numbers(values), NUMERIC),
+                   written_as_text=True)
 
 
 def _number(text: str) -> float:
@@ -959,6 +980,7 @@ def _prepare_numeric(col: Column, values: pd.Series, problems: list[str]) -> pd.
         blank = numbers.isna()
     else:
         text = values.astype("string").str.strip()
+        text = _unseparated(text) if col.written_as_text else text
         blank = pd.Series((text.isna() | (text == "")).to_numpy(dtype=bool), index=values.index)
         numbers = pd.to_numeric(text.mask(blank), errors="coerce").astype(float)
         bad = numbers.isna() & ~blank

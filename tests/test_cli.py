@@ -446,3 +446,35 @@ def test_every_run_is_in_the_run_store_with_its_release(tmp_path):
     assert cli("account").stdout == spent  # the charge stays
     missing = cli("runs", "show", "nope")
     assert missing.returncode == 2 and "nope" in missing.stderr
+
+
+def test_schema_confirm_reads_numbers_written_as_text_and_leaves_columns_out(tmp_path):
+    """Issue 49, item 6: what the Data page does (Read as numbers, leave a column out) the
+    CLI does too, and a run reads the file as it lies: '3,750' as 3750, the ticket column
+    gone from the release; the released schema does not say how the private file writes."""
+    from .test_decisions import shaped
+
+    data, schema = tmp_path / "shaped.csv", tmp_path / "schema.json"
+    table = shaped(3_000)
+    table.to_csv(data, index=False)
+    inferred = synth("schema", "infer", data, "--target", "segment", "--out", schema)
+    assert "schema confirm --numbers" in inferred.stderr  # the CLI's way, where it warns
+    confirmed = synth("schema", "confirm", schema, data, "--numbers", "amount",
+                      "--leave-out", "ticket,customer", "--public", "categories,known",
+                      "--public", "delay,joined", home=tmp_path)
+    assert confirmed.returncode == 0, confirmed.stderr
+    declared = Schema.load(schema)
+    assert declared.names == ["amount", "delay", "month", "segment", "joined"]
+    assert declared["amount"].kind == "numeric" and declared["amount"].written_as_text
+    amounts = table["amount"].str.replace(",", "").astype(int)
+    assert (declared["amount"].lower, declared["amount"].upper) == (amounts.min(), amounts.max())
+    out, ledger = tmp_path / "out.csv", tmp_path / "ledger.json"
+    ran = synth("run", data, "--schema", schema, "--method", "independent", "--epsilon", "4",
+                "--out", out, "--ledger", ledger, "--quiet", home=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    released = pd.read_csv(out)
+    assert list(released.columns) == declared.names
+    assert pd.api.types.is_numeric_dtype(released["amount"])
+    assert "written_as_text" not in ledger.read_text()
+    bad = synth("schema", "confirm", schema, data, "--leave-out", "nope", home=tmp_path)
+    assert bad.returncode != 0 and "nope" in bad.stderr and "Traceback" not in bad.stderr

@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from synth.decisions import Decisions, restore
 from synth.errors import SchemaError
 from synth.privacy.unit import PrivacyUnit
-from synth.schema import NUMERIC, as_numbers, edit_column, infer_schema
+from synth.schema import as_numbers, edit_column, infer_schema, read_as_numbers
 
 from .conftest import REPO
 from .test_app import COMPARE, SYNTH, finished, run, texts
@@ -49,11 +49,11 @@ def decided(table: pd.DataFrame) -> tuple[pd.DataFrame, Decisions]:
     with k = 3, all confirmed."""
     inferred = infer_schema(table)
     converted = table.assign(amount=as_numbers(table["amount"]))
-    base = inferred.replace_column(edit_column(inferred["amount"], converted["amount"], NUMERIC))
+    base = inferred.replace_column(read_as_numbers(inferred["amount"], table["amount"]))
     base = base.declare_public(["month", "segment"]).confirm()
     from dataclasses import replace
     return converted, Decisions(replace(base, target="segment"), ("ticket",),
-                                PrivacyUnit("customer", 3), ("amount",))
+                                PrivacyUnit("customer", 3))
 
 
 def test_kept_decisions_hold_no_value_of_the_table_and_restore_exactly():
@@ -180,7 +180,7 @@ def test_the_data_page_is_as_the_steward_left_it_after_a_reload_and_a_restart(ap
         again = upload(AppTest.from_file(str(REPO / "app.py"), default_timeout=600).run(), data)
         ds = again.session_state["dataset"]
         assert ds.schema == left.schema and ds.unit == PrivacyUnit("customer", 3)
-        assert ds.as_numbers == ("amount",) and ds.table["amount"].dtype.kind in "if"
+        assert ds.schema["amount"].written_as_text and ds.table["amount"].dtype.kind in "if"
         again.switch_page(DATA).run()
         assert not again.exception and not again.error, [e.value for e in again.error]
         assert "are restored" in " ".join(i.value for i in again.info)

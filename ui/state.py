@@ -71,7 +71,6 @@ class Dataset:
     # that file as it was read (its files and their stamps): what a Dask cluster counts
     source: TableFile | None = field(default=None, repr=False)
     converted: bool = False  # a conversion (Read as numbers) changed it since it was read
-    as_numbers: tuple[str, ...] = ()  # the columns Read as numbers converted
     restored: str = ""  # what opening it restored of the steward's kept decisions
     # whose privacy account it is: the fingerprint of ``table`` as read, taken once here, so
     # a conversion the app offers later (Read as numbers) keeps the account of the same file
@@ -217,7 +216,7 @@ def _restore(ds: Dataset) -> None:
                        "it opens as read.")
         return
     ds.table, ds.base, ds.unit = table, decisions.schema, decisions.unit
-    ds.converted, ds.as_numbers = bool(decisions.as_numbers), decisions.as_numbers
+    ds.converted = any(c.written_as_text for c in decisions.schema)
     ds.schema = decisions.working()
     st.session_state[mine("drop")] = list(decisions.left_out)
     st.session_state["decided"] = (key, decisions.to_dict(ds.proposal))
