@@ -198,9 +198,10 @@ dropped = st.multiselect(
     help="Every column is released unless you leave it out. Identifier-like and constant "
          "columns (see the warnings) only waste privacy budget.")
 known = [c for c in ds.base if c.meaning]
-if known and not {c.name for c in known} <= set(st.session_state.get(state.mine("public"), [])):
+declared = st.session_state.get(state.mine("public"), [c.name for c in ds.base if c.public])
+if known and not {c.name for c in known} <= set(declared):
     def declare_known() -> None:
-        chosen = st.session_state.get(state.mine("public"), [])
+        chosen = st.session_state.get(state.mine("public"), declared)
         st.session_state[state.mine("public")] = [*chosen, *(
             c.name for c in known if c.name not in chosen)]
 

@@ -170,8 +170,9 @@ class Discretizer:
         return np.clip(codes, 0, len(edges) - 2).astype(np.int64)
 
     def labels(self, name: str) -> list[str]:
-        """Readable names of a column's codes: categories, whole numbers ("40", or "18–21":
-        the first and last a bin holds, as :meth:`decode` draws them) or "[a, b)" bins."""
+        """Readable names of a column's codes: categories, whole numbers ("40", "18–21" or
+        "-20 to 349": the first and last a bin holds, as :meth:`decode` draws them) or
+        "[a, b)" bins."""
         col = self.schema[name]
         if col.kind == CATEGORICAL:
             return list(col.categories)
@@ -181,7 +182,7 @@ class Discretizer:
         if col.integer:
             first, last = np.ceil(e[:-1]), np.append(np.ceil(e[1:-1]) - 1, np.floor(e[-1]))
             if np.all(last >= first):  # every bin holds a whole number: name them
-                return [f"{a:g}" if a == b else f"{a:g}–{b:g}"
+                return [f"{a:g}" if a == b else f"{a:g}{'–' if a >= 0 else ' to '}{b:g}"
                         for a, b in zip(first, last, strict=True)]
         return [f"[{e[k]:.4g}, {e[k + 1]:.4g}{']' if k == len(e) - 2 else ')'}"
                 for k in range(len(e) - 1)]

@@ -190,6 +190,8 @@ def test_the_data_page_is_as_the_steward_left_it_after_a_reload_and_a_restart(ap
         assert labelled(again.selectbox, "Column naming the person").value == "customer"
         assert not any(c.label.startswith("I have checked") for c in again.checkbox)
         assert not any(b.label == "Read amount as numbers" for b in again.button)
+        # month, known from its name, is declared already: nothing left to declare in a click
+        assert not any(b.label.startswith("Declare the") for b in again.button)
         assert again.session_state["dataset"].schema == left.schema  # the page changed nothing
         again.switch_page(SYNTH).run()  # (ε is the session's choice: 1 again, refused)
         assert not again.exception and "still proposals" not in texts(again)

@@ -273,8 +273,8 @@ def test_whole_number_bins_are_named_by_the_whole_numbers_they_hold(lower, upper
 
     col = Column("h", "numeric", lower=lower, upper=upper, integer=True, public=True)
     disc = Discretizer(Schema((col,)), bins=bins)
-    ranges = [tuple(int(v) for v in label.replace("–", " ").split()) for label in
-              disc.labels("h")]
+    ranges = [tuple(int(v) for v in label.replace("–", " ").replace(" to ", " ").split())
+              for label in disc.labels("h")]
     held = [v for r in ranges for v in range(r[0], r[-1] + 1)]
     assert held == list(range(lower, upper + 1))
     codes = np.repeat(np.arange(len(ranges)), 50)[:, None]

@@ -40,7 +40,8 @@ def default_delta(n: int) -> float:
 
 
 WEAK_EPSILON = 5.0  # from here on a guarantee is weak (DP Wizard warns from 5 too)
-SMALL_TABLE = 1000  # rows: below this the noise that hides one row is as large as the counts
+# rows (times ε, past 1): below this the noise that hides one row is as large as the counts
+SMALL_TABLE = 1000
 
 
 def cautions(epsilon: float, delta: float, n: int, units: str = "rows") -> list[str]:
@@ -60,7 +61,7 @@ def cautions(epsilon: float, delta: float, n: int, units: str = "rows") -> list[
                     f"publishes each row outright with probability δ meets (ε, δ)-DP, and would "
                     f"publish about {n * delta:.3g} of these {n:,} {units}. Keep δ well below 1/n "
                     "(the default is the largest power of ten at most 1/(10n)).")
-    if n < SMALL_TABLE:
+    if n * max(epsilon, 1.0) < SMALL_TABLE:  # a noise of about 1/ε of a count hides one
         said.append(f"Only {n:,} {units}: one of them is 1/{n:,} of every count, so the noise that "
                     "hides them is about as large as the counts themselves. Expect a synthetic "
                     "table that keeps only the coarsest patterns.")
