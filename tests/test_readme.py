@@ -69,7 +69,10 @@ def test_the_private_domain_walkthrough_runs_as_printed_and_learns_the_bounds(tm
     assert learned["age"]["lower"] <= 25 and learned["age"]["upper"] >= 60
     assert "capital_gain" in results["run"].stderr  # the checklist names the lost tail
     released = pd.read_csv(tmp_path / "private.csv")
-    assert not released[list(learned)].isna().any().any()  # the numbers have no blanks
+    # the sample's numbers have no blanks; a noisy blank count under 3 Laplace scales says so,
+    # and over it (1 draw in 40 per column, by design) the indicator's own noisy marginal gives
+    # the release a handful at most
+    assert (released[list(learned)].isna().mean() < 0.02).all(), released.isna().mean()
     assert released["workclass"].isna().any()  # where the sample has them, they stay
     figures = json.loads(subprocess.run(
         f"{commands['evaluate']} --json", shell=True, cwd=tmp_path, capture_output=True,
