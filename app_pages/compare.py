@@ -62,6 +62,13 @@ st.table(summary.style.format(
     na_rep="–"), hide_index=True)
 for name, guarantee in unbounded.items():  # shown as ε "no guarantee": here is why
     st.caption(f"{name}: {guarantee}")
+untrended = [r.name for r in chosen if isinstance(r.record.scores.get("column_pair_trends"),
+                                                  float)
+             and math.isnan(r.record.scores["column_pair_trends"])]
+if untrended:
+    st.caption(f"Pair trends – ({', '.join(untrended)}): no pair of the real table's columns "
+               "is correlated over 0.5 or associated over 0.3, so SDMetrics has no trend to "
+               "compare; quality is then column shapes alone.")
 st.caption("Most lost: the largest share of real rows, over the columns, that a release "
            "cannot hold (beyond its bounds, or folded into 'other'; per column below). "
            "TVD: total variation distance between the real and synthetic marginals, averaged "

@@ -35,6 +35,8 @@ st.caption("Everything on this page shows the private table: it is for your eyes
 st.subheader(f"{ds.name}: {counted(len(ds.table), 'row')}")
 if ds.restored:
     st.info(ds.restored, icon=":material/history:")
+if ds.namesake:
+    st.warning(ds.namesake, icon=":material/difference:")
 st.dataframe(ds.table.head(200), width="stretch", height=260)
 if ds.fragile:
     st.caption(f"Its privacy account: {ds.fragile}.")

@@ -13,6 +13,7 @@ import streamlit as st
 from synth import runs
 from synth.errors import SynthError
 from synth.methods import METHODS, NoiseScale, make
+from synth.plan import EPSILON_STEPS
 from synth.plots import (
     THEOREM_NAMES,
     budget_chart,
@@ -31,7 +32,6 @@ from synth.source import TableFile
 from synth.store import DIED
 from ui import layout, parameters, runner, state
 
-EPSILONS = [0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
 REFRESH = 1.0  # seconds between redraws of a live run's progress
 CURVES = 5.0  # and of its curves
 
@@ -75,7 +75,7 @@ held = schema.target is not None and st.session_state.get(f"{state.CHOICE}holdou
 n = population(state.split(ds, schema, held)[0], ds.unit).units
 left, right = st.columns(2)
 with left:
-    epsilon = st.select_slider("Total privacy budget ε (log scale)", EPSILONS, value=1.0,
+    epsilon = st.select_slider("Total privacy budget ε (log scale)", EPSILON_STEPS, value=1.0,
                                key=f"{state.CHOICE}epsilon", persist_state="session")
     explain("ε bounds how much any one person's row can change what is released: smaller is "
             "more private and noisier. 1 is a common choice; from "
@@ -89,6 +89,12 @@ with right:
     explain("δ is the small chance that the ε guarantee fails; keep it well below 1/n so that "
             "no single row is likely to be exposed.")
 
+# the plan in words, filled once the settings below are read; folded while a run is live, so
+# that what would refuse the next run does not stand above the one that is running
+plan_box = (st.container(border=True) if state.job() is None else
+            st.expander("The plan for your next run (one is in progress below)"))
+run_box = st.container()
+st.subheader("Settings")
 params, shares_given = {}, {}
 default = make(method)
 if cls.share_param:
@@ -153,49 +159,57 @@ def noise_preview(method: str, params_json: str, people: Population, schema_json
     return model.preview(people, Schema.from_dict(json.loads(schema_json)), budget)
 
 
-st.subheader("Before you spend anything")
 planned = budget = None
 people = population(state.split(ds, schema, holdout)[0], ds.unit)
 rows = people.units
-for line in cautions(epsilon, delta, rows, "people" if ds.unit.declared else "rows"):
-    st.warning(line, icon=":material/warning:")
-with state.guard("Planning the budget"):
-    planned = runs.Run(method, schema, epsilon, delta, params, shares_given, seed,
-                       state.account(ds), rows=people, unit=ds.unit, store=state.store())
-    model, budget = planned.model, planned.budget
-    for refusal in planned.plan.refusals:
-        st.error(f"This run would be refused before spending anything: {refusal}.",
-                 icon=":material/block:")
-    for doubt in planned.plan.doubts:
-        st.warning(f"Before you spend: {doubt}.", icon=":material/warning:")
-    if planned.plan.unbounded:
-        st.warning(f"This run may carry **no DP guarantee**: {planned.plan.unbounded}. The "
-                   "account records it as unbounded (ε = ∞) before it runs, and a table with "
-                   "a lifetime limit refuses it.", icon=":material/warning:")
-    st.plotly_chart(budget_chart(budget), width="stretch", key="plan")
-    try:
-        scales = noise_preview(method, json.dumps(model.get_params()), people,
-                               json.dumps(schema.to_dict()), epsilon, delta,
-                               json.dumps(budget.shares), ds.unit)
-    except SynthError:
-        if not planned.plan.refusals:  # a refusal above already says why
-            raise
-        scales = []
-    for scale in scales:
-        st.markdown(f"**{scale.stage}** · {scale.mechanism} · `{scale.scale}`  \n"
-                    f"{scale.meaning}")
-    counted = (f"the row count ({rows:,})" if not ds.unit.declared else
-               f"{people.units:,} people of up to {ds.unit.max_rows} rows each (how many "
-               "rows bounding keeps is private: the run estimates it)")
-    st.caption(f"Worked out from the schema and {counted} only: nothing is spent.")
-    seconds = planned.plan.seconds
-    if seconds is not None:
-        st.info(f"Expected to take {about(seconds)} on 2 cores (the benchmarks' machine; "
-                "longer on a busy one). The run shows its progress as it goes.",
-                icon=":material/schedule:")
-    if planned.plan.charges:
-        with st.expander(f"The plan: the {len(planned.plan.charges)} charges this run will "
-                         "make, in order"):
+with plan_box:
+    st.markdown(f"**What this run will do** ({cls.title}, ε = {epsilon:g}), worked out before "
+                "anything is read or spent")
+    for line in cautions(epsilon, delta, rows, "people" if ds.unit.declared else "rows"):
+        st.warning(line, icon=":material/warning:")
+    with state.guard("Planning the budget"):
+        planned = runs.Run(method, schema, epsilon, delta, params, shares_given, seed,
+                           state.account(ds), rows=people, unit=ds.unit, store=state.store())
+        model, budget = planned.model, planned.budget
+        for refusal in planned.plan.refusals:
+            st.error(f"This run would be refused before spending anything: {refusal}.",
+                     icon=":material/block:")
+            state.offer(refusal)
+        for doubt in planned.plan.doubts:
+            st.warning(f"Before you spend: {doubt}.", icon=":material/warning:")
+        if planned.plan.unbounded:
+            st.warning(f"This run may carry **no DP guarantee**: {planned.plan.unbounded}. The "
+                       "account records it as unbounded (ε = ∞) before it runs, and a table "
+                       "with a lifetime limit refuses it.", icon=":material/warning:")
+        try:
+            scales = noise_preview(method, json.dumps(model.get_params()), people,
+                                   json.dumps(schema.to_dict()), epsilon, delta,
+                                   json.dumps(budget.shares), ds.unit)
+        except SynthError:
+            if not planned.plan.refusals:  # a refusal above already says why
+                raise
+            scales = []
+        said = [f"- **{scale.stage}** ({budget.shares.get(scale.stage, 0):.0%} of ε): "
+                f"{scale.meaning}" for scale in scales]
+        seconds = planned.plan.seconds
+        said.append(f"- **Time**: {about(seconds)} on a quiet 2-core machine (the benchmarks'"
+                    "; longer on a busy one); the run shows its progress as it goes."
+                    if seconds is not None else
+                    "- **Time**: no estimate for this method; the run shows its progress.")
+        said.append(f"- **Cost**: at most ε = {epsilon:g}, δ = {delta:.2g} from the privacy "
+                    f"account of {ds.name}, asked again when you press Run.")
+        st.markdown("\n".join(said))
+        counted = (f"the row count ({rows:,})" if not ds.unit.declared else
+                   f"{people.units:,} people of up to {ds.unit.max_rows} rows each (how many "
+                   "rows bounding keeps is private: the run estimates it)")
+        st.caption(f"From the schema and {counted} only: nothing is spent.")
+if planned is not None:
+    with st.expander("How the budget is spent: each stage's mechanism, and the plan's "
+                     f"{len(planned.plan.charges)} charges"):
+        st.plotly_chart(budget_chart(budget), width="stretch", key="plan")
+        for scale in scales:
+            st.markdown(f"**{scale.stage}** · {scale.mechanism} · `{scale.scale}`")
+        if planned.plan.charges:
             st.markdown("\n".join(f"- {line}" for line in planned.plan.lines()))
             st.caption("The run's ledger refuses any charge this plan does not hold. Where "
                        "a charge is a bound, the event charged may differ (which workload a "
@@ -316,22 +330,23 @@ def start() -> bool:
     return False
 
 
-blocked = ("a run is in progress" if state.job() is not None
-           else "the plan above cannot run" if planned is None
-           else "the schema is not confirmed yet" if schema.proposed
-           else str(planned.plan.refusals[0]) if planned.plan.refusals
-           else _over_limit(ds, epsilon, delta, bool(planned.plan.unbounded)))
-plan = "" if planned is None else f"{planned.account.key} {planned.command}"
-if st.button("Run", type="primary", disabled=bool(blocked)):
-    state.ask_to_spend("run", plan)
-asked = state.asked_to_spend("run", plan)
-if blocked:
-    st.caption(f"Run is unavailable: {blocked}.")
-elif asked:
-    layout.confirm_spending(ds, epsilon, delta, "This run spends at most", start)
-elif asked is False:
-    st.warning("The settings changed after Run was pressed, so nothing was spent: press Run "
-               "again to see what the new ones spend.")
+with run_box:
+    blocked = ("a run is in progress" if state.job() is not None
+               else "the plan above cannot run" if planned is None
+               else "the schema is not confirmed yet" if schema.proposed
+               else "the plan above is refused" if planned.plan.refusals
+               else _over_limit(ds, epsilon, delta, bool(planned.plan.unbounded)))
+    plan = "" if planned is None else f"{planned.account.key} {planned.command}"
+    if st.button("Run", type="primary", disabled=bool(blocked)):
+        state.ask_to_spend("run", plan)
+    asked = state.asked_to_spend("run", plan)
+    if blocked:
+        st.caption(f"Run is unavailable: {blocked}.")
+    elif asked:
+        layout.confirm_spending(ds, epsilon, delta, "This run spends at most", start)
+    elif asked is False:
+        st.warning("The settings changed after Run was pressed, so nothing was spent: press Run "
+                   "again to see what the new ones spend.")
 
 
 @st.fragment(run_every=REFRESH if state.job() is not None else None)  # idle: no redraws
@@ -346,10 +361,12 @@ def live() -> None:
         st.rerun(scope="app")  # the sidebar collects the result and the page shows it
     stages, charged = job.overview()
     st.subheader(f"Running: {job.name}")
-    for name, stage in stages.items():
+    for i, (name, stage) in enumerate(stages.items()):
         share = stage.step / stage.total if stage.total else 0.0
+        now = (f" ({time.perf_counter() - stage.began:.0f} s in this stage)"
+               if i == len(stages) - 1 else "")  # its bar may not move: the clock does
         st.progress(min(share, 1.0), text=f"**{name}** {stage.step:,}/{stage.total or '?'}: "
-                                          f"{stage.description}")
+                                          f"{stage.description}{now}")
     st.caption(f"{job.seconds:.0f} s so far; ε charged to the ledger (before each mechanism "
                f"runs): {epsilon_text(charged)} of {job.epsilon:g}"
                + (" — cancelling…" if job.cancelling else ""))
@@ -373,8 +390,9 @@ def live_curves() -> None:
                    "these curves are for your eyes, not part of the release.")
 
 
-live()
-live_curves()
+with run_box:  # a live run shows under the Run button, above the settings
+    live()
+    live_curves()
 
 
 def history() -> None:

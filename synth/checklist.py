@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from synth import dates
+from synth.privacy.unit import PrivacyUnit, beyond_cap
 from synth.release import formula_cells, formula_like
 from synth.schema import (
     CATEGORICAL,
@@ -38,11 +39,15 @@ class Check:
 
 
 def release_checklist(real: pd.DataFrame, synthetic: pd.DataFrame,
-                      schema: Schema) -> list[Check]:
+                      schema: Schema, unit: PrivacyUnit | None = None) -> list[Check]:
     """The checklist for ``synthetic``, released under ``schema`` (the run's public schema),
-    from the private table ``real`` it was fitted on."""
-    checks = [Check("rows", f"{len(synthetic):,} synthetic rows from {len(real):,} private rows",
-                    warn=len(synthetic) == 0)]
+    from the private table ``real`` it was fitted on (``unit``: its privacy unit, whose cap
+    on rows a person may leave rows out of the fit)."""
+    capped = beyond_cap(real, unit) if unit is not None else 0
+    cap = (f", {capped:,} of them left out of the fit as rows beyond {unit.max_rows} of one "
+           f"{unit.column!r}" if capped else "")
+    checks = [Check("rows", f"{len(synthetic):,} synthetic rows from {len(real):,} private "
+                            f"rows{cap}", warn=len(synthetic) == 0)]
     for col in schema:
         if col.name not in real.columns:
             continue

@@ -221,7 +221,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     print("release checklist (read off your private table: for you, not for release):",
           file=sys.stderr)
-    for check in release_checklist(table, record.synthetic, record.schema.reading(schema)):
+    for check in release_checklist(table, record.synthetic, record.schema.reading(schema),
+                                   budget.unit):
         print(f"  {'WARNING' if check.warn else 'note'}: {check.text}", file=sys.stderr)
     return 0
 

@@ -12,6 +12,7 @@ import codecs
 import csv
 import hashlib
 import io
+import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -40,6 +41,14 @@ def human_bytes(nbytes: float) -> str:
             return f"{nbytes:.0f} {unit}" if unit == "bytes" else f"{nbytes:.1f} {unit}"
         nbytes /= 1024
     raise AssertionError  # pragma: no cover
+
+
+def figure(x: float) -> str:
+    """Three significant digits written out, as a steward reads a count: 1,130 not
+    1.13e+03, 28.1, 0.0123."""
+    if not math.isfinite(x) or abs(x) < 100:
+        return f"{x:.3g}"
+    return f"{round(x, 2 - math.floor(math.log10(abs(x)))):,.0f}"
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:

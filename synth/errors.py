@@ -4,13 +4,29 @@ import math
 import numbers
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 
+@dataclass(frozen=True)
+class Fix:
+    """One way out of a refusal that the app can take in one click: ``changes`` to make
+    (``epsilon``, ``domain_share``, ``leave_out`` (column names), or a method parameter's
+    name, with its new value), said as a button would say it."""
+
+    label: str
+    changes: tuple[tuple[str, Any], ...]
+
+
 class SynthError(ValueError):
-    """Base class: the CLI prints these as a one-line cause, the app as a message."""
+    """Base class: the CLI prints these as a one-line cause, the app as a message (with a
+    button for each of its ``fixes``)."""
+
+    def __init__(self, *args: Any, fixes: Iterable[Fix] = ()):
+        super().__init__(*args)
+        self.fixes = tuple(fixes)
 
 
 class DataError(SynthError):

@@ -23,7 +23,7 @@ import numpy as np
 from synth import dates
 from synth.data import human_bytes
 from synth.dates import UNITS_PER_YEAR
-from synth.errors import BudgetError, SchemaError, SynthError
+from synth.errors import BudgetError, Fix, SchemaError, SynthError
 from synth.missing import model_schema
 from synth.privacy.budget import Budget, Ledger, LedgerEntry, default_delta
 from synth.privacy.domains import (
@@ -53,6 +53,7 @@ DOOMED, DOUBTFUL = 1 / 2, 1 / 10
 # date's worst case, chance the scale misses the data), and doubted past the second three
 REFUSED, DOUBTED = (DOUBTFUL, DOOMED, DOOMED), (0.05, DOUBTFUL, DOUBTFUL)
 MOST_DOMAIN_SHARE, SHARE_STEP = 0.9, 0.05  # the app's slider
+EPSILON_STEPS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)  # the app's ε slider
 
 
 TOLERANCE = 1e-9  # relative, as the ledger's: one cost derived twice may differ in the last bit
@@ -197,6 +198,8 @@ def plan(model: Synthesizer, population: Population, schema: Schema, budget: Bud
                        *model._charges(population, space, budget)]
             unbounded = model._unbounded(population, space, budget)
             seconds = model._duration(population, space, budget)
+            if seconds is not None:
+                seconds += after_fit(population, schema)
         except SynthError as exc:
             refusals.append(exc)
     if refusals:
@@ -221,6 +224,18 @@ def plan(model: Synthesizer, population: Population, schema: Schema, budget: Bud
         entries.append(entry if c.exact else {**entry, "bound": True})
     return Plan((), tuple(doubts), unbounded, tuple(charges), loose, bounds, tuple(entries),
                 seconds, memory)
+
+
+# a run's stages after its fit, as the app runs them on 2 cores (benchmarks/progress.py):
+# drawing the rows, comparing them with the private table, writing the release; seconds, and
+# seconds per cell of the table (0.6 s on the census sample, 7 s on 300,000 rows × 16)
+AFTER_FIT, AFTER_FIT_PER_CELL = 0.4, 1.85e-6
+
+
+def after_fit(population: Population, schema: Schema) -> float:
+    """Seconds a run spends after its fit: drawing as many rows as it was given, comparing
+    them with them (the steward's figures and checklist) and writing the release."""
+    return AFTER_FIT + AFTER_FIT_PER_CELL * population.rows * len(schema)
 
 
 def priced(schema: Schema, budget: Budget, population: Population) -> Schema:
@@ -297,6 +312,13 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
         refusals.append(BudgetError(f"columns {categorical[:6]}: learning categories "
                                     "privately needs δ > 0 in the domain share"))
     plans = column_events(schema, eps, delta, rows, k)
+    blind = [c.name for c in todo if c.releasable and c.kind != CATEGORICAL
+             and not plans[c.name].events]
+    if blind:
+        doubts.append(f"the blank counts of {_listed(blind)} are not made: at the domain "
+                      f"share's ε = {eps:.3g}, a count among {rows:,} rows could not tell a "
+                      "column of blanks from one without any, so their blanks are left to "
+                      "the model (set the missing policy to none where a column has none)")
     if bounded:
         def risk_at(epsilon: float) -> tuple[float, float, float]:
             """The worst column's (share a bound may cut off on a heavy tail, the same for a
@@ -330,14 +352,17 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
             said += (f", and the scale they are sought in may land where no values are (a "
                      f"chance of up to {miss:.0%}), which would put them far from the data")
         if past(risks, REFUSED) > 1:
-            possible, likely = (
+            (possible, fix), (likely, _) = (
                 _advice(budget, lambda e, lines=lines: past(risk_at(e), lines), 1.0)
                 for lines in (REFUSED, DOUBTED))
             why = ("so the bounds would be noise" if max(loss, miss) >= DOOMED else
                    f"more than the {REFUSED[0]:.0%} a run may lose")
+            names = tuple(c.name for c in bounded)
+            leave = Fix(f"Leave out {_listed(list(names))}", (("leave_out", names),))
             refusals.append(BudgetError(
                 f"{said}, {why}: declare their bounds public, leave columns out, or "
-                f"{possible} ({likely} to keep the loss under {DOUBTED[0]:.0%})"))
+                f"{possible} ({likely} to keep the loss under {DOUBTED[0]:.0%})",
+                fixes=(fix, leave) if fix else (leave,)))
         elif past(risks, DOUBTED) > 1:
             doubts.append(f"{said}; public bounds avoid the loss")
         sparse = {c.name: fewest_present(plans[c.name].bounds[0], c.integer) for c in bounded
@@ -384,13 +409,16 @@ def far_origin(col: Column) -> str:
             "years of the data, or public bounds")
 
 
-def _advice(budget: Budget, loss: Callable[[float], float], target: float) -> str:
-    """The domain share (on the app's slider steps) whose ε brings ``loss`` (of the domain
-    stage's ε) under ``target``, or the ε that does so at the largest share."""
+def _advice(budget: Budget, loss: Callable[[float], float], target: float
+            ) -> tuple[str, Fix | None]:
+    """(the domain share, on the app's slider steps, whose ε brings ``loss`` (of the domain
+    stage's ε) under ``target``, or the ε that does so at the largest share; the change as
+    the app makes it in one click, where its sliders reach it)."""
     steps = round(MOST_DOMAIN_SHARE / SHARE_STEP)
     for step in (round(i * SHARE_STEP, 2) for i in range(1, steps + 1)):
         if loss(budget.epsilon * step) < target:
-            return f"give the domain share {step:g} of ε or more"
+            return (f"give the domain share {step:g} of ε or more",
+                    Fix(f"Give the domain share {step:g} of ε", (("domain_share", step),)))
     low, high = budget.epsilon, budget.epsilon  # the loss falls as ε grows: double, bisect
     while loss(high * MOST_DOMAIN_SHARE) >= target:
         low, high = high, high * 2
@@ -398,8 +426,13 @@ def _advice(budget: Budget, loss: Callable[[float], float], target: float) -> st
         mid = (low + high) / 2
         low, high = (low, mid) if loss(mid * MOST_DOMAIN_SHARE) < target else (mid, high)
     digits = 2 - math.floor(math.log10(high))  # three significant digits, rounded up
-    return (f"raise ε to {math.ceil(high * 10**digits) / 10**digits:g} or more with a domain "
+    said = (f"raise ε to {math.ceil(high * 10**digits) / 10**digits:g} or more with a domain "
             f"share of {MOST_DOMAIN_SHARE:g}")
+    reach = [e for e in EPSILON_STEPS if e >= high]
+    if not reach:  # beyond the slider: the refusal's other ways out
+        return said, None
+    return said, Fix(f"Raise ε to {reach[0]:g}, with a domain share of {MOST_DOMAIN_SHARE:g}",
+                     (("epsilon", reach[0]), ("domain_share", MOST_DOMAIN_SHARE)))
 
 
 def _listed(names: list[str]) -> str:

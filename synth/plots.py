@@ -75,11 +75,16 @@ def marginal_charts(real: pd.DataFrame | None, synthetic: Mapping[str, pd.DataFr
         fig.update_layout(barmode="group", title=f"{column}: share of rows{note}{lose}",
                           yaxis_title="share of rows", legend_title="table")
         if schema[column].kind == DATETIME:  # dates on a time axis, each bar its stretch
-            fig.update_xaxes(type="date", title=f"{column} (by {schema[column].granularity})")
+            fig.update_xaxes(type="date", title=f"{column} (by {schema[column].granularity})",
+                             # a month or year is named as such, never by a day inside it
+                             **_TICKS.get(schema[column].granularity, {}))
             if schema[column].format in dates.CLOCKS:  # a time of day: its day is no datum
                 fig.update_xaxes(tickformat="%H:%M", title=f"{column} (time of day)")
         figures.append(fig)
     return figures
+
+
+_TICKS = {"month": {"tickformat": "%b %Y"}, "year": {"tickformat": "%Y"}}
 
 
 def _axis(col: Column, disc: Discretizer, name: str) -> tuple[list, list[str] | None]:

@@ -92,13 +92,33 @@ def _released(record: Mapping[str, Any], synthetic: pd.DataFrame | None) -> list
             _table({"method": record.get("method"),
                     "post-processing seed": record.get("postprocessing_seed"),
                     "rows": record.get("rows"), "command": record.get("command")}),
-            _h("Parameters", 3), _pre(record.get("params", {})),
-            _h("Ledger", 3), _pre({k: v for k, v in record.items() if k not in (
-                "schema", "params", "command")})]
+            _h("Parameters", 3), _table(record.get("params", {})),
+            _h("Ledger", 3), _p(f"Neighbouring relation: {record.get('relation', '')}. "
+                                "Every entry was charged before its mechanism ran."),
+            _entries(record["entries"]),
+            _details("The ledger file as written (JSON)", _pre(
+                {k: v for k, v in record.items() if k not in ("schema", "params", "command")}))]
     if synthetic is not None and record.get("schema"):
         body += [_h("The synthetic table", 2),
                  *_columns(None, synthetic, Schema.from_dict(record["schema"]))]
     return body
+
+
+def _entries(entries: list[Mapping[str, Any]]) -> str:
+    """The ledger's entries as a table a person reads: what each measured, by which
+    mechanism, at what cost."""
+    rows = "".join(
+        f"<tr><td>{html.escape(str(e.get('stage')))}</td>"
+        f"<td>{html.escape(str(e.get('description') or ''))}</td>"
+        f"<td>{html.escape(str((e.get('event') or {}).get('type', '–')))}</td>"
+        f"<td>{epsilon_text(e.get('epsilon'))}</td><td>{e.get('delta') or 0:.3g}</td>"
+        f"<td>{html.escape(str(e.get('status') or ''))}</td></tr>" for e in entries)
+    return ("<table><tr><th>stage</th><th>what</th><th>mechanism</th><th>ε</th><th>δ</th>"
+            f"<th>status</th></tr>{rows}</table>")
+
+
+def _details(summary: str, body: str) -> str:
+    return f"<details><summary>{html.escape(summary)}</summary>{body}</details>"
 
 
 def check_ledger(record: Any) -> None:
@@ -158,7 +178,10 @@ def _plotly_js() -> str:
 
 
 def _figure(fig: go.Figure) -> str:
-    return fig.to_html(full_html=False, include_plotlyjs=False)
+    """The figure in Plotly's own colours: inside Streamlit the default template is
+    Streamlit's, whose colours a page outside it does not have (the bars came out black)."""
+    return fig.update_layout(template="plotly").to_html(full_html=False,
+                                                        include_plotlyjs=False)
 
 
 def _h(text: str, level: int) -> str:

@@ -46,6 +46,10 @@ from synth.store import CANCELLED, FAILED, RUN, RunEntry, RunStore, StoreError
 
 log = logging.getLogger(__name__)
 
+# a run's stages after the fit: a cancel stops the run until its release is drawn; then it
+# skips what is left of the comparison, and the paid-for release is written all the same
+DRAW, COMPARE, WRITE = "draw", "compare", "write"
+
 if TYPE_CHECKING:  # scikit-learn comes with evaluation: only a run that measures pays for it
     from synth.evaluation import Fidelity
 
@@ -251,16 +255,23 @@ class Run:
             self._record(charge, planned)
             model = self.model.fit(table, schema, self.budget, ctx)
             fit_seconds = time.perf_counter() - started
-            synthetic = model.sample(rows)
-            fidelity, scores, checklist = (self._measure(table, synthetic, schema, test, model)
+            ctx.stage(DRAW, 1, "drawing the synthetic rows from the fitted model "
+                               "(post-processing)")
+            synthetic = ctx.wait(lambda: model.sample(rows))
+            ctx.progress(DRAW, 1, 1)
+            fidelity, scores, checklist = (self._measure(table, synthetic, schema, test, model,
+                                                         ctx, self.budget.unit)
                                            if measure else (None, {}, []))
+            ctx.stage(WRITE, None, "keeping the release", cancellable=False)
             record = RunRecord(
                 self.method, model.check_params(), self.budget.epsilon, self.budget.delta,
                 dict(self.budget.shares), self.postprocessing_seed, self.command,
                 model.schema_, model.ledger_.to_dict(), synthetic,
-                time.perf_counter() - started, fit_seconds, dict(model.timings_), fidelity,
+                time.perf_counter() - started, fit_seconds, dict(ctx.timings), fidelity,
                 scores, checklist)
-            self._recorded(None, record, test is not None)
+            ctx.wait(lambda: self._recorded(None, record, test is not None),
+                     cancellable=False)
+            ctx.finish()
         except BaseException as exc:  # Ctrl-C while sampling or recording too: the account,
             self._settle(charge, STOPPED)  # the store and the ledger all say it stopped
             self._recorded(exc, names=schema.names)
@@ -270,29 +281,46 @@ class Run:
 
     @staticmethod
     def _measure(table: pd.DataFrame | TableFile, synthetic: pd.DataFrame, schema: Schema,
-                 test: pd.DataFrame | None, model: Synthesizer
-                 ) -> tuple[Fidelity | None, dict[str, Any], list[Check]]:
+                 test: pd.DataFrame | None, model: Synthesizer, ctx: FitContext,
+                 unit: PrivacyUnit) -> tuple[Fidelity | None, dict[str, Any], list[Check]]:
         """(fidelity, scores, checklist) of a release against the private table, for the
-        steward's eyes: a failure is said in the scores or the checklist, never the run's."""
+        steward's eyes: a failure, or a cancel, is said in the scores or the checklist,
+        never the run's (the release is paid for: it is kept)."""
         from synth.evaluation import marginal_tvd, utility
         from synth.quality import quality
 
         fidelity, scores, checklist = None, {}, []
         released = model.schema_.reading(schema)  # the bounds the release has, not the table's
+        held_out = test is not None and not test.empty and schema.target is not None
+        steps = 4 + held_out
+        ctx.stage(COMPARE, steps, "comparing the release with the private table, for your "
+                                  "eyes only (never released)", cancellable=False)
+        cancelled = "the comparison was cancelled; the release is kept"
         try:
             if isinstance(table, TableFile):
-                table = read_whole(table, schema.names)
-            fidelity = marginal_tvd(table, synthetic, released)
-            report = quality(table, synthetic, schema)
+                table = ctx.wait(lambda: read_whole(table, schema.names))
+            ctx.progress(COMPARE, 1, steps)
+            fidelity = ctx.wait(lambda: marginal_tvd(table, synthetic, released))
+            ctx.progress(COMPARE, 2, steps)
+            report = ctx.wait(lambda: quality(table, synthetic, schema))
             scores = {"column_shapes": report.column_shapes,
                       "column_pair_trends": report.column_pair_trends,
                       "quality": report.overall, "data_validity": report.validity}
-            if test is not None and not test.empty and schema.target is not None:
-                scores.update(utility(test, synthetic, schema, real_train=table))
-        except Exception as exc:  # the release is paid for: keep it
+            ctx.progress(COMPARE, 3, steps)
+            if held_out:
+                scores.update(ctx.wait(lambda: utility(test, synthetic, schema,
+                                                       real_train=table)))
+                ctx.progress(COMPARE, 4, steps)
+        except Cancelled:
+            return fidelity, {**scores, "error": cancelled}, [Check("checklist", cancelled,
+                                                                   warn=True)]
+        except Exception as exc:
             scores = {"error": _said(exc, schema.names)}
         try:
-            checklist = release_checklist(table, synthetic, released)
+            checklist = ctx.wait(lambda: release_checklist(table, synthetic, released, unit))
+            ctx.progress(COMPARE, steps, steps)
+        except Cancelled:
+            checklist = [Check("checklist", cancelled, warn=True)]
         except Exception as exc:
             checklist = [Check("checklist", f"could not be made: {_said(exc, schema.names)}",
                                warn=True)]

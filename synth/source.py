@@ -36,6 +36,7 @@ from synth.schema import Schema, check_target, prepare
 
 READ = "read"  # the fit stage that reads a file into memory (a method that needs rows)
 CHUNK_ROWS = 100_000
+FRAME_ROWS = 25_000  # a table in memory is scanned in slices of this many rows
 MEMORY_LIMIT = "1GB"  # each scan's own DuckDB buffers; a chunk's pandas frame comes on top
 THREADS = 2  # DuckDB decodes on 2 threads (the benchmarks' machine); the rest is pandas
 HEAD_BYTES = 1 << 16  # what the delimiter is sniffed from
@@ -368,8 +369,10 @@ class Chunks:
 
     @classmethod
     def of_frame(cls, frame: pd.DataFrame) -> Chunks:
-        """A table already in memory and checked, as one chunk."""
-        return cls(len(frame), lambda: [frame])
+        """A table already in memory and checked, in slices of :data:`FRAME_ROWS` rows (a
+        stage that scans it reports and checks for a cancel between them)."""
+        return cls(len(frame), lambda: (frame.iloc[i:i + FRAME_ROWS]
+                                        for i in range(0, max(len(frame), 1), FRAME_ROWS)))
 
     @classmethod
     def of_file(cls, file: TableFile, schema: Schema, encode: bool = True,

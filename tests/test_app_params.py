@@ -37,9 +37,9 @@ def test_dpselect_shows_engine_as_a_choice_and_hides_the_rest(page):
     assert engine.options == ["measure", "rows", "ga"] and engine.value == "measure"
     assert engine.label == "Selection engine" and "DP simple GA" in engine.help
     assert any("Gaussian, zCDP" in m.value for m in page.markdown)  # the measurements' σ
-    assert any("Expected to take about" in box.value for box in page.info)  # before a run
+    assert any("**Time**: about" in m.value for m in page.markdown)  # before a run
     page.selectbox[0].set_value("independent").run()  # a second or so: not rounded up to 5 s
-    assert any("Expected to take a few seconds" in box.value for box in page.info)
+    assert any("**Time**: a few seconds" in m.value for m in page.markdown)
     page.selectbox[0].set_value("dpselect").run()
     inside = widgets(advanced(page))
     assert set(widgets(page)) - set(inside) == {"engine", "pool_multiplier", "epochs"}
@@ -51,7 +51,7 @@ def test_dpselect_shows_engine_as_a_choice_and_hides_the_rest(page):
     page.selectbox(key="param:dpselect:engine").set_value("ga").run()
     assert not page.exception and any("selections per section" in m.value
                                       for m in page.markdown)
-    assert not any("Expected to take" in box.value for box in page.info)  # no cost model
+    assert any("**Time**: no estimate" in m.value for m in page.markdown)  # no cost model
 
 
 @pytest.mark.parametrize("method", list(METHODS))

@@ -201,7 +201,7 @@ def test_starts_on_the_sample_and_runs(page):
     page.get_by_text("1 finished run of this table").wait_for()
     page.get_by_test_id("stMetricLabel").get_by_text("ε spent", exact=True).wait_for()
     page.get_by_role("button", name="Privacy ledger (JSON)").wait_for()
-    page.locator(".js-plotly-plot").first.wait_for()
+    page.locator(".js-plotly-plot:visible").first.wait_for()  # the ledger's chart
     shot(page, "synthesize.png")
 
     # every download once, clicked one after the other as a steward does: a click used to
@@ -264,9 +264,10 @@ def critic_steps(epochs: float) -> int:
 def test_a_live_dp_select_run_then_a_cancelled_one(page):
     page.get_by_text("census demo (bundled sample)").first.wait_for()
     page.get_by_role("link", name="Synthesize").click()
-    page.get_by_text("Planned split").wait_for()
+    page.get_by_text("What this run will do", exact=False).wait_for()  # the plan, in words
     page.get_by_test_id("stMain").get_by_test_id("stSelectbox").first.click()
     page.get_by_role("option", name="DP-Select").click()
+    page.get_by_text("How the budget is spent", exact=False).click()  # the mechanisms, folded
     page.locator("code").get_by_text("ε per selection").wait_for()  # the selection's preview
 
     def set_epochs(value: int) -> None:
@@ -327,6 +328,7 @@ def test_the_panel_sample_protects_each_person_through_to_the_ledger(page):
     page.get_by_text("1,500 people; at most 2 rows each", exact=False).wait_for()
     shot(page, "unit.png")
     page.get_by_role("link", name="Synthesize").click()
+    page.get_by_text("How the budget is spent", exact=False).click()  # the mechanisms, folded
     page.get_by_text("Laplace count", exact=False).first.wait_for()
     page.get_by_role("button", name="Run", exact=True).click()
     page.get_by_role("button", name="Spend and run").click()

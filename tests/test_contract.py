@@ -14,7 +14,7 @@ import pytest
 
 from synth.data import load_sample
 from synth.errors import Cancelled, SynthError
-from synth.methods import METHODS, FitContext, Spent, make
+from synth.methods import METHODS, FitContext, Progress, Spent, StageStarted, make
 from synth.plan import Plan
 from synth.privacy.budget import STOPPED, Budget, Ledger
 from synth.privacy.unit import Population, PrivacyUnit
@@ -141,6 +141,44 @@ def test_a_cancel_leaves_exactly_what_ran(name, table):
     assert ran.entries and len(ran.entries) <= len(plan.charges)
     within(plan, ran)  # a prefix of the plan, the last entry possibly cut short
     assert ran.total_epsilon <= sum(eps for eps, _ in plan.bounds.values()) * (1 + 1e-9)
+
+
+def _stages(name: str, frame: pd.DataFrame, schema: Schema) -> list[tuple[str, bool]]:
+    """(stage, whether it reports a step before its last) of a whole fit, in order."""
+    events = []
+    quick(name).fit(frame, schema, Budget(4.0, 1e-5), FitContext(on_event=events.append))
+    stages = list(dict.fromkeys(e.stage for e in events if isinstance(e, StageStarted)))
+    return [(s, any(isinstance(e, Progress) and e.stage == s and e.step != e.total
+                    for e in events)) for s in stages]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_cancel_mid_stage_lands_at_the_next_check_in_every_stage(name, table):
+    """Issue 49: in every stage of every method, a cancel asked at the stage's first step
+    (or its start, for a stage of one step) stops the fit before anything else is reported
+    or charged; what ran stays within the plan. Age's bounds are learned: the domain stage
+    is one of them."""
+    frame, schema = table
+    schema = schema.declare_public([c for c in schema.names if c != "age"])
+    stages = _stages(name, frame, schema)
+    assert stages[0][0] == "domain"
+    for stage, stepped in stages:
+        events, asked = [], []
+
+        def heard(event, stage=stage, stepped=stepped, events=events, asked=asked):
+            events.append(event)
+            if (not asked and not isinstance(event, Spent) and event.stage == stage
+                    and isinstance(event, Progress) == stepped):
+                asked.append(len(events))
+
+        model = quick(name)
+        with pytest.raises(Cancelled):
+            model.fit(frame, schema, Budget(4.0, 1e-5),
+                      FitContext(on_event=heard, should_stop=lambda asked=asked: bool(asked)))
+        assert asked, f"{name}: no cancel was asked in {stage}"
+        assert events[asked[0]:] == [], f"{name}: {stage} went on after its cancel"
+        within(planned(model, len(frame), schema, model.budget_for(Budget(4.0, 1e-5), schema)),
+               model.ledger_)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -466,3 +466,18 @@ def test_a_two_digit_year_release_format_is_refused():
                                           "years"):
         Column("d", DATETIME, lower="1940-01-01", upper="1965-12-31", format="%d/%m/%y")
     assert Column("d", DATETIME, format="%d/%m/%Y").format == "%d/%m/%Y"
+
+
+@pytest.mark.parametrize(("granularity", "lower", "upper", "ticks"),
+                         [("month", "2019-01", "2023-12", "%b %Y"), ("year", "1990", "2023", "%Y"),
+                          ("day", "2020-01-01", "2021-12-31", None)])
+def test_a_month_or_year_axis_names_months_or_years_not_a_day_inside(granularity, lower, upper,
+                                                                   ticks):
+    """Issue 49: bars of a month column stand at their middle day; the axis names months."""
+    from synth.plots import marginal_charts
+
+    col = Column("joined", DATETIME, lower, upper, public=True, granularity=granularity)
+    schema = Schema((col,))
+    table = pd.DataFrame({"joined": [lower, upper]})
+    chart = marginal_charts(table, {"release": table}, schema, ["joined"])[0]
+    assert chart.layout.xaxis.type == "date" and chart.layout.xaxis.tickformat == ticks

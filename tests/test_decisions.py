@@ -212,3 +212,25 @@ def test_another_table_opens_as_read(app):
     again.switch_page(DATA).run()
     assert labelled(again.multiselect, "Columns to leave out").value == []
     assert not again.info or "restored" not in " ".join(i.value for i in again.info)
+
+
+def test_a_changed_file_under_a_known_name_is_told_its_budget_starts_afresh(app):
+    """Issue 49: a file named like a table the account has charged, with other rows, opens
+    under an account of its own, and the Data page says so (the same people's budget would
+    otherwise be spent twice without a hint)."""
+    from synth.account import DONE, Store
+
+    upload(app, shaped().to_csv(index=False).encode())
+    ds = app.session_state["dataset"]
+    store = Store()
+    key = store.key(ds.read_as, ds.former)
+    store.settle(store.reserve(key, ds.name, 0.5, 1e-6, "a run"), 0.5, 1e-6, DONE)
+    again = upload(AppTest.from_file(str(REPO / "app.py"), default_timeout=600).run(),
+                   shaped().to_csv(index=False).encode())
+    again.switch_page(DATA).run()
+    assert not any("Another table named" in w.value for w in again.warning)  # the same rows
+    other = upload(AppTest.from_file(str(REPO / "app.py"), default_timeout=600).run(),
+                   shaped(seed=1).to_csv(index=False).encode())
+    other.switch_page(DATA).run()
+    said = " ".join(w.value for w in other.warning)
+    assert "Another table named shaped.csv has a privacy account here (ε = 0.5 spent" in said

@@ -301,3 +301,30 @@ def test_bounds_under_units_do_not_run_past_the_data():
             events = bounds_events(0.15, len(x), False, rows_per_unit=k)
             highs = [grid_bounds(counts, events, len(x), False)[1] for _ in range(200)]
             assert np.quantile(highs, 0.95) < 4 * x.max(), k
+
+
+@pytest.mark.parametrize("rows", [30, 3_000])
+def test_a_blank_count_that_could_not_see_blanks_is_not_made(rows):
+    """Issue 49: on 30 rows, at a tenth of ε = 1 shared by three columns, a blank count's
+    threshold (3 Laplace scales) is past the rows: a column of nothing but blanks would read
+    as having none. Such a count is not charged, the plan says so, and the column keeps the
+    blanks its model learns (none are suppressed); on 3,000 rows each count is made."""
+    from synth.privacy.domains import BLANKS_SCALES, blind_counts
+    from synth.runs import Run
+
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame({name: rng.integers(0, 50, rows).astype(float)
+                          for name in ("a", "b", "c")})
+    table.loc[: rows // 2, "a"] = np.nan  # half of a is blank
+    schema = infer_schema(table).confirm().declare_public(["a", "b", "c"])
+    run = Run("independent", schema, 1.0, 1e-5, rows=rows)
+    blind = blind_counts(schema, run.budget.allowance("domain")[0], rows)
+    said = [d for d in run.plan.doubts if "blank counts" in d]
+    model = make("independent").fit(table, schema, run.budget)
+    charged = [e for e in model.ledger_.entries if e.stage == "domain"]
+    if rows == 30:
+        b = 3 / (0.1 / 3)  # one row's count under replacement (Δ₁ = 1), a third of 0.1
+        assert BLANKS_SCALES * b >= rows and blind == ["a", "b", "c"] and said
+        assert not charged and model.schema_["a"].blanks is not False  # its blanks: modelled
+    else:
+        assert not blind and not said and len(charged) == 3

@@ -99,3 +99,23 @@ def test_report_opens_in_the_browser(reports):
         assert page.get_by_text("Real against synthetic").count() == 1
         browser.close()
     assert not errors, errors
+
+
+def test_the_release_report_reads_its_ledger_as_a_table_in_plotlys_colours(monkeypatch):
+    """Issue 49: the ledger is a table of what each entry measured and cost (the file's JSON
+    folded beneath it), and the charts keep Plotly's colours when the report is made inside
+    Streamlit, whose default template a page outside it lacks (the ledger bar came out
+    black)."""
+    import plotly.io as pio
+
+    from synth.data import load_sample
+    from synth.runs import run
+
+    table, schema = load_sample()
+    record = run(table, schema, "mst", 1.0, 1e-6, measure=False)
+    monkeypatch.setattr(pio.templates, "default", "none")  # no colourway, as outside its app
+    page = record.release.report()
+    for entry in record.ledger["entries"]:
+        assert f"<td>{html.escape(entry['description'])}</td>" in page
+    assert "<details><summary>The ledger file as written (JSON)</summary>" in page
+    assert '"colorway":["#636efa"' in page  # every chart in Plotly's own colours

@@ -11,7 +11,7 @@ import pytest
 
 from synth.cli import build_parser
 from synth.errors import Cancelled, ParameterError, SynthError
-from synth.methods import FitContext, Spent, parse_settings
+from synth.methods import FitContext, Progress, Spent, StageStarted, parse_settings
 from synth.protocol import protocol_split
 from synth.runs import Run, RunRecord, run, split, synthesized_rows
 
@@ -241,3 +241,62 @@ def test_a_run_checks_the_plan_it_showed(sample):
     assert configured.plan_for(table_population(table, PrivacyUnit()), schema) is shown
     other = configured.plan_for(Population.of(len(table) // 2, PrivacyUnit()), schema)
     assert other is not shown and other.charges == shown.charges
+
+
+def test_a_cancel_while_drawing_stops_the_run_and_in_the_comparison_keeps_the_release(sample):
+    """Issue 49: a run's stages after the fit report and cancel too. A cancel before the
+    release is drawn stops the run; once it is drawn, a cancel skips the comparison (for the
+    steward's eyes only) and the paid-for release is kept, saying so."""
+    table, schema = sample
+    for stage, kept in (("draw", False), ("compare", True)):
+        events, asked = [], []
+
+        def heard(event, stage=stage, events=events, asked=asked):
+            events.append(event)
+            if isinstance(event, StageStarted) and event.stage == stage:
+                asked.append(True)
+
+        ctx = FitContext(on_event=heard, should_stop=lambda asked=asked: bool(asked))
+        planned = Run("independent", schema, 1.0, 1e-6)
+        if not kept:
+            with pytest.raises(Cancelled):
+                planned(table, schema, table.iloc[:500], ctx)
+            assert planned.spent["entries"]
+            continue
+        record = planned(table, schema, table.iloc[:500], ctx)
+        assert len(record.synthetic) == len(table) and record.fidelity is None
+        assert "cancelled" in record.scores["error"]
+        assert "cancelled" in record.checklist[0].text
+        started = [e.stage for e in events if isinstance(e, StageStarted)]
+        assert started[-2:] == ["compare", "write"]
+
+
+def test_a_long_call_keeps_its_stage_alive_and_cancels_at_once():
+    """A call that reports nothing (a compile, a solver) runs beside the fit's thread, which
+    repeats the stage's last step while it runs and lands a cancel without waiting for it."""
+    import threading
+
+    events, release = [], threading.Event()
+
+    def heard(event):
+        events.append(event)
+        if sum(isinstance(e, Progress) for e in events) >= 3:  # the stage repeated twice
+            release.set()
+
+    ctx = FitContext(on_event=heard)
+    ctx.stage("solve", 4)
+    ctx.progress("solve", 2, 4)
+    assert ctx.wait(lambda: release.wait(600)) is True, "no event came while it ran"
+    assert [(e.step, e.total) for e in events[1:]] == [(2, 4)] * 3
+
+    stuck, asked = threading.Event(), []
+    ctx = FitContext(on_event=lambda e: asked.append(e), should_stop=lambda: len(asked) > 1)
+    ctx.stage("solve", 1)
+    with pytest.raises(Cancelled):
+        ctx.wait(lambda: stuck.wait(600))  # never set before the cancel lands
+    assert not stuck.is_set()
+    with pytest.raises(Cancelled):  # the call left behind stops at its next check
+        ctx.check()
+    stuck.set()
+    with pytest.raises(ValueError, match="carried"):
+        FitContext().wait(lambda: (_ for _ in ()).throw(ValueError("carried")))

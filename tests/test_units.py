@@ -93,6 +93,21 @@ def test_bound_keeps_min_of_count_and_k_rows_of_every_unit_without_the_column(pa
         assert len(pairs) == PEOPLE  # one id per owner and one owner per id: aligned
 
 
+def test_the_checklist_counts_the_rows_a_cap_leaves_out(panel):
+    """Issue 49: the steward's checklist says how many rows the cap left out of the fit,
+    Σ max(c_u − k, 0), beside the rows the table has (the synthetic count alone hid it)."""
+    from synth.checklist import release_checklist
+
+    table, counts = panel
+    synthetic = table.drop(columns=["person"]).iloc[:10]
+    for k in (2, 6):
+        rows = release_checklist(table, synthetic, SCHEMA, PrivacyUnit("person", k))[0].text
+        dropped = int(np.maximum(counts - k, 0).sum())
+        assert rows.startswith(f"10 synthetic rows from {len(table):,} private rows")
+        assert (f"{dropped:,} of them left out of the fit as rows beyond {k} of one "
+                "'person'" in rows) == (dropped > 0), rows
+
+
 def test_bound_chooses_uniformly_within_a_unit():
     """A unit of 10 rows with k = 2: each row is kept with probability 2/10. 200 such units
     bounded 20 times give 4,000 independent draws per position within a unit; each

@@ -34,9 +34,14 @@ def method_inputs(cls: type[Synthesizer], skip: tuple[str | None, ...] = ()) -> 
     return values
 
 
+def param_key(method: str, name: str) -> str:
+    """The widget key of ``method``'s parameter ``name`` (a refusal's fix sets it)."""
+    return f"param:{method}:{name}"
+
+
 def widget(method: str, p: Param, default: Any) -> Any:
-    """The input for one parameter, keyed ``param:METHOD:NAME``."""
-    key, label, help_text = f"param:{method}:{p.name}", p.title, p.help
+    """The input for one parameter, keyed by :func:`param_key`."""
+    key, label, help_text = param_key(method, p.name), p.title, p.help
     if p.kind is bool:
         return st.checkbox(label, value=bool(default), key=key,
                            persist_state="session", help=help_text)

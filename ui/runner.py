@@ -30,6 +30,7 @@ class Stage:
     total: int | None
     description: str
     measured: bool = False  # whether a progress event carried metrics (losses, distances)
+    began: float = 0.0  # when its first event came (perf_counter)
 
 
 @dataclass
@@ -46,18 +47,24 @@ class Job:
     spent: dict[str, Any] | None = None  # the ledger of what ran, once CANCELLED or FAILED
     started: float = field(default_factory=time.perf_counter)
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    _began: dict[str, float] = field(default_factory=dict, repr=False)  # stage → its start
     _thread: threading.Thread | None = field(default=None, repr=False)
 
     def start(self, work: Callable[[FitContext], Any],
               ledger: Callable[[], dict[str, Any] | None] = lambda: None) -> Job:
         """Run ``work(ctx)`` in a daemon thread; ``ctx`` feeds this job's events and flag.
         ``ledger()`` gives the run's ledger so far, kept if the run stops before the end."""
-        ctx = FitContext(postprocessing_seed=self.seed, on_event=self.events.append,
+        ctx = FitContext(postprocessing_seed=self.seed, on_event=self._heard,
                          should_stop=self._stop.is_set, min_interval=0.1)
         self._thread = threading.Thread(target=self._run, args=(work, ctx, ledger),
                                         daemon=True, name=f"synth run {self.name}")
         self._thread.start()
         return self
+
+    def _heard(self, event: Event) -> None:
+        if isinstance(event, StageStarted):
+            self._began[event.stage] = time.perf_counter()
+        self.events.append(event)
 
     def _run(self, work: Callable[[FitContext], Any], ctx: FitContext,
              ledger: Callable[[], dict[str, Any] | None]) -> None:
@@ -83,7 +90,8 @@ class Job:
         charged = 0.0
         for e in list(self.events):  # a copy: the thread appends meanwhile
             if isinstance(e, StageStarted):
-                stages[e.stage] = Stage(0, e.total, e.description)
+                stages[e.stage] = Stage(0, e.total, e.description,
+                                        began=self._began.get(e.stage, self.started))
             elif isinstance(e, Progress) and e.stage in stages:
                 stage = stages[e.stage]
                 stage.step, stage.total = e.step, e.total or stage.total

@@ -30,8 +30,9 @@ from synth.account import Store, TableAccount, home
 from synth.checklist import Check, release_checklist
 from synth.data import fingerprint, former_fingerprint, fragile_numbers, load_sample
 from synth.decisions import Decisions, restore
-from synth.errors import SynthError
+from synth.errors import Fix, SynthError
 from synth.methods import METHODS
+from synth.privacy.budget import epsilon_text
 from synth.privacy.unit import PrivacyUnit
 from synth.runs import RunRecord
 from synth.runs import split as split_table
@@ -39,6 +40,7 @@ from synth.schema import Schema
 from synth.store import CANCELLED, FINISHED, RUN, SWEEP, RunEntry, RunStore
 from synth.sweep import recorded
 from ui import runner
+from ui.parameters import param_key
 
 if TYPE_CHECKING:
     from synth.evaluation import Fidelity
@@ -72,6 +74,7 @@ class Dataset:
     source: TableFile | None = field(default=None, repr=False)
     converted: bool = False  # a conversion (Read as numbers) changed it since it was read
     restored: str = ""  # what opening it restored of the steward's kept decisions
+    namesake: str = ""  # a hint that another table of this name has an account of its own
     # whose privacy account it is: the fingerprint of ``table`` as read, taken once here, so
     # a conversion the app offers later (Read as numbers) keeps the account of the same file
     # that the CLI, a sweep or another upload reaches
@@ -129,9 +132,11 @@ class Run:
         """The release checklist: made when it ran, or again on the table now open."""
         if self.record.checklist:
             return self.record.checklist
+        unit = self.record.ledger["budget"].get("unit")  # whom it protected, as it ran
         try:
             return release_checklist(self.real, self.record.synthetic,
-                                     self.record.schema.reading(self.schema))
+                                     self.record.schema.reading(self.schema),
+                                     PrivacyUnit.from_dict(unit) if unit else None)
         except Exception as exc:
             return [Check("checklist", f"could not be made again: {exc}", warn=True)]
 
@@ -204,6 +209,7 @@ def _restore(ds: Dataset) -> None:
     the Data page says why."""
     try:
         key = account(ds).key
+        ds.namesake = _namesake(ds, key)
         kept = store().decisions(key)
         if kept is None:
             return
@@ -224,6 +230,58 @@ def _restore(ds: Dataset) -> None:
     ds.restored = (f"Your declarations for this table, as you left them on {saved}, are "
                    "restored: they are kept under SYNTH_HOME without the table's values, so "
                    "a domain you did not declare public is read again from the table.")
+
+
+def _namesake(ds: Dataset, key: str) -> str:
+    """What to tell a steward who opens a file named like another table the account knows,
+    with other rows: budgets are kept per table as read, so a changed file starts afresh."""
+    try:
+        others = [u for u in Store().tables() if u.name == ds.name and u.key != key and u.runs]
+    except SynthError:
+        return ""
+    if not others:
+        return ""
+    spent = sum(u.epsilon for u in others)
+    return (f"Another table named {ds.name} has a privacy account here (ε = "
+            f"{epsilon_text(spent)} spent over {sum(u.runs for u in others)} run(s)), and this "
+            "file's rows differ from it, so this one starts an account of its own. If it holds "
+            "the same people, what the other version spent counts against them too: set this "
+            "table's lifetime limit in the sidebar to what is left.")
+
+
+def apply(fix: Fix) -> None:
+    """Take a refusal's way out (:class:`~synth.errors.Fix`): set the Synthesize page's
+    sliders or the chosen method's parameter, or leave columns out as the Data page would.
+    A button's ``on_click``: it runs before the page is drawn again."""
+    method = st.session_state.get(f"{CHOICE}method")
+    for setting, value in fix.changes:
+        if setting == "epsilon":
+            st.session_state[f"{CHOICE}epsilon"] = value
+        elif setting == "domain_share":
+            st.session_state[mine("domain-share")] = value
+        elif setting == "leave_out":
+            _leave_out(list(value))
+        else:
+            st.session_state[param_key(method, setting)] = value
+
+
+def _leave_out(names: list[str]) -> None:
+    ds, key = dataset(), mine("drop")
+    dropped = list(dict.fromkeys([*st.session_state.get(key, []), *names]))
+    st.session_state[key] = dropped
+    ds.schema = ds.schema.drop([n for n in names if n in ds.schema.names])
+    kept = st.session_state.get("decided")
+    if kept is not None:  # the Data page's decisions, as it would keep them
+        body = {**kept[1], "left_out": dropped}
+        store().keep_decisions(kept[0], body)
+        st.session_state["decided"] = (kept[0], body)
+
+
+def offer(error: SynthError) -> None:
+    """A button for each way out of ``error`` the app can take in one click."""
+    for i, fix in enumerate(error.fixes):
+        st.button(fix.label, key=f"fix:{i}:{fix.label}", on_click=apply, args=(fix,),
+                  icon=":material/build:")
 
 
 def decide(decisions: Decisions) -> None:
@@ -508,6 +566,7 @@ def guard(action: str) -> Iterator[None]:
         yield
     except SynthError as exc:
         st.error(f"{action} failed: {exc}")
+        offer(exc)
     except Exception as exc:  # a bug: log it for us, tell the user plainly
         log.exception("%s failed", action)
         st.error(f"{action} failed unexpectedly ({type(exc).__name__}: {exc}). Earlier results "

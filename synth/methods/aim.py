@@ -36,11 +36,12 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from synth.data import figure
 from synth.encoding import BINS, EXACT_INTEGERS, Discretizer, column_widths, finalize
 from synth.errors import BudgetError, ParameterError
 from synth.marginals import check_audible, count, marginal, measure, measurement_event, select
 from synth.methods.base import FitContext, NoiseScale, Synthesizer
-from synth.methods.pgm import Measurement, Model
+from synth.methods.pgm import Measurement, Model, draw_seconds
 from synth.plan import Charge
 from synth.privacy.budget import Budget
 from synth.privacy.composition import dp_to_zcdp
@@ -165,13 +166,14 @@ class AIM(Synthesizer):
                                                          "depends on the data)")]
 
     def _duration(self, population: Population, schema: Schema, budget: Budget) -> float:
-        """On 2 cores Adult's train split (21,707 rows, 15 columns) took 39 s: 14 rounds of
-        about 2 s (50 estimation steps each), annealing soon ending them, and the final
-        estimation's 1,000 steps in about 6 s (benchmarks/peers.py). About one round per
-        column; the steps scale both."""
-        d = len(schema)
-        return (4.0 + 6.0 * int(self.iterations) / 1000 + 1e-5 * population.rows * d
-                + 2.0 * d * int(self.round_iterations) / 50)
+        """Rounds of select, measure and a 50-step refit, about as many as the columns and
+        more as the answers sharpen with n, then the final estimation and the draw. On 2
+        cores (benchmarks/progress.py) the rounds took 27 s on the census sample (13
+        columns), 11 s on the panel (7), and 45 and 96 s on the flights (26 model-space
+        columns) over 20,000 and 300,000 rows: 0.3 s a column times n^0.2."""
+        d, n = len(schema), population.rows
+        return (1.0 + 1.0 * int(self.iterations) / 1000 + 4e-7 * n * d
+                + 0.3 * d * n ** 0.2 * int(self.round_iterations) / 50 + draw_seconds(n, d))
 
     def _preview(self, population: Population, schema: Schema, budget: Budget
                  ) -> list[NoiseScale]:
@@ -183,9 +185,10 @@ class AIM(Synthesizer):
         first = measurement_event(histogram_l2(1, k), ALPHA * per_round)
         return [
             NoiseScale(MEASURE, "Gaussian, zCDP", describe(one_way),
-                       f"every column's counts within ±{one_way.sigma:.3g} rows (1 σ)", one_way),
+                       f"every column's counts within ±{figure(one_way.sigma)} rows (1 σ)",
+                       one_way),
             NoiseScale(MEASURE, "exponential + Gaussian, zCDP, adaptive", describe(first),
-                       f"rounds measure marginals within ±{first.sigma:.3g} rows (1 σ) at "
+                       f"rounds measure marginals within ±{figure(first.sigma)} rows (1 σ) at "
                        "first, halving the noise whenever the model stops improving, until "
                        f"ρ = {rho:.3g} is spent (how many rounds depends on the data)")]
 
@@ -208,10 +211,12 @@ class AIM(Synthesizer):
         ones = np.split(measure(np.concatenate(true[:d]), one_way), np.cumsum(sizes)[:-1])
         measured = [Measurement((j,), ones[j], one_way.sigma) for j in range(d)]
         model = Model(sizes, self.population_.rows)
-        def quiet(done: int, steps: int) -> None:  # a round's refit: no bar of its own
-            ctx.check()
 
-        model.estimate(measured, int(self.round_iterations), quiet)
+        def refit() -> None:  # a round's refit: no bar of its own, the round's beating
+            ctx.wait(lambda: model.estimate(measured, int(self.round_iterations),
+                                            lambda done, steps: ctx.check()))
+
+        refit()
         used, t = one_way.rho, 0
         rho_measure, rho_select = ALPHA * per_round, (1 - ALPHA) * per_round
         sensitivity = histogram_l1(1, k) * float(weights.max())
@@ -223,12 +228,12 @@ class AIM(Synthesizer):
                 rho_measure, rho_select = ALPHA * left, left - ALPHA * left
             limit = used / rho * int(self.max_cells)
             cliques = [m.columns for m in measured]
-            fits = [i for i, c in enumerate(chosen)
-                    if c in cliques or model.size([*cliques, c]) <= limit]
+            fits = [i for i, c in enumerate(chosen) if ctx.beat() or c in cliques
+                    or model.size([*cliques, c]) <= limit]
             pick = Exponential(math.sqrt(8 * rho_select), sensitivity)
             gauge = measurement_event(histogram_l2(1, k), rho_measure)
             expected = math.sqrt(2 / math.pi) * gauge.sigma * cells
-            answers = {i: model.marginal(chosen[i]) for i in fits}
+            answers = {i: ctx.beat() or model.marginal(chosen[i]) for i in fits}
             scores = np.full(len(chosen), -np.inf)
             for i, answer in answers.items():
                 scores[i] = weights[i] * (np.abs(true[i] - answer).sum() - expected[i])
@@ -238,7 +243,7 @@ class AIM(Synthesizer):
                                                 f"{' × '.join(schema.names[j] for j in chosen[r])}")
             measured.append(Measurement(chosen[r], measure(true[r], gauge), gauge.sigma))
             used += pick.epsilon**2 / 8 + gauge.rho
-            model.estimate(measured, int(self.round_iterations), quiet)
+            refit()
             self.picked_.append(chosen[r])
             if np.abs(model.marginal(chosen[r]) - answers[r]).sum() <= expected[r]:
                 rho_measure, rho_select = 4 * rho_measure, 4 * rho_select  # σ/2, 2ε
@@ -246,7 +251,8 @@ class AIM(Synthesizer):
                          sigma=gauge.sigma)
         ctx.stage(ESTIMATE, int(self.iterations), "fitting the final graphical model "
                                                   "(post-processing)")
-        model.estimate(measured, int(self.iterations), partial(ctx.progress, ESTIMATE))
+        ctx.wait(lambda: model.estimate(measured, int(self.iterations),
+                                        partial(ctx.progress, ESTIMATE)))
         self.model_, self.discretizer_, self.rounds_ = model, disc, t
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:

@@ -12,16 +12,17 @@ import contextlib
 import inspect
 import math
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from synth import missing
-from synth.data import human_bytes
+from synth.data import figure, human_bytes
 from synth.dates import released
 from synth.encoding import rounded
 from synth.errors import (
@@ -34,7 +35,7 @@ from synth.errors import (
     is_number,
 )
 from synth.plan import Charge, open_ledger, plan, priced
-from synth.privacy.budget import ALL, Budget, LedgerEntry
+from synth.privacy.budget import ALL, Budget, Ledger, LedgerEntry
 from synth.privacy.domains import (
     BLANKS_SCALES,
     DOMAIN,
@@ -59,6 +60,9 @@ from synth.source import READ, Chunks, TableFile, read_whole
 from synth.validation import Param, check_all
 
 # ---- events ---------------------------------------------------------------------------------
+
+HEARTBEAT = 1.0  # seconds: a stage that reports nothing for this long repeats its last step
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,9 @@ class FitContext:
     noise never depends on it (see :mod:`synth.privacy.mechanisms`), so the same seed twice
     gives two different releases. ``progress`` events of one stage are throttled to one per
     ``min_interval`` seconds (the first and last step always pass); ``should_stop`` is checked
-    on every call regardless.
+    on every call regardless. A stage that works without steps keeps the caller informed
+    through :meth:`beat` (in a loop) or :meth:`wait` (one long call): an event at least every
+    :data:`HEARTBEAT` seconds and a cancel that lands within a tenth of a second.
     """
 
     postprocessing_seed: int | None = None
@@ -125,6 +131,9 @@ class FitContext:
     timings: dict[str, float] = field(default_factory=dict)  # wall seconds per stage
     _last: dict[str, float] = field(default_factory=dict, repr=False)
     _current: tuple[str, float] | None = field(default=None, repr=False)
+    _step: tuple[str, int, int | None] | None = field(default=None, repr=False)
+    _heard: float = field(default=0.0, repr=False)  # when the last event was sent
+    _left: bool = field(default=False, repr=False)  # a wait was interrupted: stop everywhere
 
     def __post_init__(self) -> None:
         check_seed(self.postprocessing_seed, "postprocessing_seed")
@@ -137,19 +146,26 @@ class FitContext:
                                  f"{self.min_interval!r}")
 
     def emit(self, event: Event) -> None:
+        self._heard = time.monotonic()
         if self.on_event is not None:
             self.on_event(event)
 
     def check(self) -> None:
-        """Raise :class:`Cancelled` if the caller asked to stop."""
-        if self.should_stop is not None and self.should_stop():
+        """Raise :class:`Cancelled` if the caller asked to stop (or a :meth:`wait` was
+        interrupted: the call it left behind stops at its next check)."""
+        if self._left or (self.should_stop is not None and self.should_stop()):
             raise Cancelled("the run was cancelled")
 
-    def stage(self, name: str, total: int | None = None, description: str = "") -> None:
-        self.check()
+    def stage(self, name: str, total: int | None = None, description: str = "",
+              cancellable: bool = True) -> None:
+        """Begin stage ``name`` (``total`` steps, if known); first, unless it is not
+        ``cancellable`` (what is paid for is being kept), check for a cancel."""
+        if cancellable:
+            self.check()
         self.finish()
         self._current = (name, time.perf_counter())
         self._last.pop(name, None)
+        self._step = (name, 0, total)
         self.emit(StageStarted(name, total, description))
 
     def finish(self) -> None:
@@ -161,11 +177,53 @@ class FitContext:
 
     def progress(self, stage: str, step: int, total: int | None = None, **metrics: float) -> None:
         self.check()
+        self._step = (stage, step, total)
         now = time.monotonic()
         last = self._last.get(stage)
         if last is None or step == total or now - last >= self.min_interval:
             self._last[stage] = now
             self.emit(Progress(stage, step, total, {k: float(v) for k, v in metrics.items()}))
+
+    def beat(self) -> None:
+        """Check for a cancel; if nothing was sent for :data:`HEARTBEAT` seconds, repeat the
+        current stage's last step, so the caller sees the stage alive. For loops whose
+        steps are not the stage's own (scoring candidates, a solver's rounds)."""
+        self.check()
+        if self._step is not None and time.monotonic() - self._heard >= HEARTBEAT:
+            self.emit(Progress(*self._step))
+
+    def wait(self, work: Callable[[], T], cancellable: bool = True) -> T:
+        """``work()``, one call that says nothing while it runs (a JIT compile, a solver, a
+        library's report), in a helper thread while this one beats (:meth:`beat`) every
+        tenth of a second. A cancel (or Ctrl-C) raises here at once and drops the call's
+        result; the call stops at its next check of this context, or at its end (the helper
+        is not a daemon: the interpreter waits for it rather than kill it inside a library's
+        native code). ``work`` must not charge the ledger or draw noise: those stay on the
+        fit's own thread. Work that is not ``cancellable`` (keeping a paid-for release) is
+        only kept alive."""
+        done, out = threading.Event(), {}
+
+        def target() -> None:
+            try:
+                out["value"] = work()
+            except BaseException as exc:  # carried to the waiting thread
+                out["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=target, name="synth wait").start()
+        try:
+            while not done.wait(0.1):
+                if cancellable:
+                    self.beat()
+                elif self._step is not None and time.monotonic() - self._heard >= HEARTBEAT:
+                    self.emit(Progress(*self._step))
+        except BaseException:
+            self._left = True
+            raise
+        if "error" in out:
+            raise out["error"]
+        return out["value"]
 
     def resolve_device(self) -> str:
         """'cuda' when asked for or (with 'auto') available, else 'cpu'."""
@@ -365,7 +423,7 @@ class Synthesizer:
                                 int(units.max(initial=-1)) + 1, budget.unit.max_rows)
         values = self.check_params(population, priced(schema, budget, population))
         with self._plain(values):
-            self._check_plan(population, schema, budget)
+            self._check_plan(population, schema, budget, ctx)
             population = self._private_rows(len(data), population, ctx)
             read_once = bool(schema.to_learn)  # a file is read (and checked) to learn domains
             learned, data = self._learn_domains(table, data, schema, population, ctx)
@@ -441,12 +499,19 @@ class Synthesizer:
             for name, value in given.items():
                 setattr(self, name, value)
 
-    def _check_plan(self, population: Population, schema: Schema, budget: Budget) -> None:
+    def _check_plan(self, population: Population, schema: Schema, budget: Budget,
+                    ctx: FitContext) -> None:
         """The plan's refusals (public facts only) before the first charge; from then on the
-        ledger refuses any charge the plan does not hold."""
+        ledger refuses any charge the plan does not hold, and a cancel asked meanwhile stops
+        the fit before its next charge."""
         self.plan_ = plan(self, population, schema, budget)
         self.plan_.check()
-        self.ledger_.guard = self.plan_.guard
+
+        def guard(ledger: Ledger, stage: str, event: PrivacyEvent) -> None:
+            ctx.check()
+            self.plan_.guard(ledger, stage, event)
+
+        self.ledger_.guard = guard
 
     def _private_rows(self, rows: int, population: Population, ctx: FitContext) -> Population:
         """With more than one row per unit the row count after bounding is private: its
@@ -582,7 +647,7 @@ def rows_preview(population: Population, epsilon: float, delta: float) -> NoiseS
         ROWS, "Laplace count", describe(event),
         f"the {population.units:,} units keep up to {population.max_rows} rows each; their "
         f"row count, which sets the release's size and every fraction's denominator, is "
-        f"estimated within ±{event.scale * math.sqrt(2):.3g} rows (1 σ), "
+        f"estimated within ±{figure(event.scale * math.sqrt(2))} rows (1 σ), "
         f"{event.scale * math.sqrt(2) / population.rows:.2%} of the most they may keep, "
         f"{population.rows:,}",
         event)

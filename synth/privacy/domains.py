@@ -460,9 +460,18 @@ def column_events(schema: Schema, epsilon: float, delta: float, rows: int,
     to the category lists, the only mechanisms that use it."""
     todo, k = schema.to_learn, rows_per_unit
     weight = {c.name: BLANKS_SHARE if c.releasable else 1.0 for c in todo}
+    while True:  # a blank count that could not tell blanks from none is not made
+        futile = [n for n in blind_counts(schema, epsilon, rows, k, weight) if n in weight]
+        if not futile:
+            break
+        for name in futile:
+            del weight[name]
     lists = [c for c in todo if c.kind == CATEGORICAL]
     plans = {}
     for c in todo:
+        if c.name not in weight:
+            plans[c.name] = Learning()
+            continue
         eps = epsilon * weight[c.name] / sum(weight.values())
         if c.kind == CATEGORICAL:
             part = delta / len(lists)
@@ -479,6 +488,21 @@ def column_events(schema: Schema, epsilon: float, delta: float, rows: int,
                 anchored=_year(c) is not None),
             blanks=Laplace(k / blanks, float(k)) if blanks else None)
     return plans
+
+
+def blind_counts(schema: Schema, epsilon: float, rows: int, rows_per_unit: int = 1,
+                 weight: dict[str, float] | None = None) -> list[str]:
+    """The public columns whose blank count, alone to learn, would be blind at the domain
+    share's ``epsilon``: its threshold (:data:`BLANKS_SCALES` Laplace scales) at or past
+    the ``rows`` themselves, so a column with every value blank would still be read as
+    having none. Such a count is not made: the column keeps its blanks as the model learns
+    them. ``weight`` is each column's part (by default every column's, as planned)."""
+    if weight is None:
+        weight = {c.name: BLANKS_SHARE if c.releasable else 1.0 for c in schema.to_learn}
+    total = sum(weight.values())
+    return [c.name for c in schema.to_learn if c.releasable and c.kind != CATEGORICAL
+            and c.name in weight and BLANKS_SCALES * rows_per_unit * total
+            >= rows * epsilon * weight[c.name]]
 
 
 def domain_events(schema: Schema, epsilon: float, delta: float, rows: int,

@@ -167,6 +167,14 @@ def kept_rows(table: pd.DataFrame, unit: PrivacyUnit) -> int:
     return int(np.minimum(np.bincount(_units(table, unit)), unit.max_rows).sum())
 
 
+def beyond_cap(table: pd.DataFrame, unit: PrivacyUnit) -> int:
+    """How many of ``table``'s rows bounding leaves out (past k of their unit): private, a
+    figure for the steward's checklist only."""
+    if not unit.declared:
+        return 0
+    return int(np.clip(np.bincount(_units(table, unit)) - unit.max_rows, 0, None).sum())
+
+
 def _units(table: pd.DataFrame, unit: PrivacyUnit) -> np.ndarray:
     """Each row's unit as 0 … U − 1, or a refusal naming the column."""
     name = unit.column

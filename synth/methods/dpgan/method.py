@@ -16,6 +16,7 @@ accountant for replace-one neighbours (:func:`synth.privacy.accounting.pld_epsil
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -24,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from synth.encoding import Discretizer, finalize, model_width
-from synth.errors import BudgetError, ParameterError
+from synth.errors import BudgetError, Fix, ParameterError
 from synth.methods.base import FitContext, NoiseScale, Synthesizer
 from synth.methods.dpgan.codes import PrivateCodes
 from synth.plan import Charge
@@ -130,8 +131,10 @@ class DPGAN(Synthesizer):
         if population is not None and values["batch_size"] >= population.units:
             size = (f"{population.units} rows" if population.max_rows == 1 else
                     f"{population.units} units")
+            fits = max(1, population.units // 4)  # four expected batches an epoch
             raise ParameterError(f"batch_size ({values['batch_size']}) must be smaller than "
-                                 f"the table ({size})")
+                                 f"the table ({size})", fixes=(Fix(
+                                     f"Use batch size {fits}", (("batch_size", fits),)),))
 
     def _memory(self, values: dict, population: Population | None, schema: Schema | None
                 ) -> dict[str, int]:
@@ -178,7 +181,9 @@ class DPGAN(Synthesizer):
             f"one unit (its up to {population.max_rows} rows' gradient summed, then clipped)")
         return [NoiseScale(
             GAN, "DP-SGD (Gaussian, Poisson batches)", describe(event),
-            f"{event.steps:,} critic steps on batches of ~{q * n:.0f} {what}: each step's summed "
+            f"{event.steps:,} critic steps on Poisson batches of ~{q * n:.0f} {what} (batch "
+            f"size {self.batch_size} sets the rate, as Opacus samples: 1 in {round(1 / q):,} "
+            f"of the {n:,}): each step's summed "
             f"gradient (at most {q * n:.0f} C) gets noise of std {sigma:.2g} C per coordinate; "
             f"replacing {one} moves it by at most 2C", event)]
 
@@ -203,16 +208,16 @@ class DPGAN(Synthesizer):
               units: np.ndarray | None = None) -> DPGAN:
         """DP-SGD on ``codes`` (in ``discretizer``'s model space) as planned for ``ledger``'s
         whole GAN share: a DP-GAN's own fit, and DP-Select's pool, which holds one."""
-        from synth.methods.dpgan.training import GanSettings, train_gan  # imports torch
-
+        # torch and Opacus take seconds to import: a cancel meanwhile lands at once
+        training = ctx.wait(lambda: importlib.import_module("synth.methods.dpgan.training"))
         event = self.plan(population.units, *ledger.budget.allowance(GAN))
-        settings = GanSettings(self.components, self.critic_hidden, self.generator_batch,
-                               self.lr_critic, self.lr_generator)
+        settings = training.GanSettings(self.components, self.critic_hidden,
+                                        self.generator_batch, self.lr_critic,
+                                        self.lr_generator)
         self.discretizer_ = discretizer
-        self.prior_, self.table_ = train_gan(codes, discretizer.sizes, event, ledger, GAN, ctx,
-                                             rng, units=units, batch_size=self.batch_size,
-                                             max_grad_norm=self.max_grad_norm,
-                                             settings=settings)
+        self.prior_, self.table_ = training.train_gan(
+            codes, discretizer.sizes, event, ledger, GAN, ctx, rng, units=units,
+            batch_size=self.batch_size, max_grad_norm=self.max_grad_norm, settings=settings)
         return self
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:

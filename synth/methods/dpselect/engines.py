@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from synth.data import figure
 from synth.encoding import Discretizer, finalize
 from synth.errors import BudgetError, Cancelled, ParameterError, check_int
 from synth.marginals import check_fits, measurement_event, selection_event
@@ -197,8 +198,8 @@ class Measure(Engine):
                        f"{len(planned.fixed)} marginals measured first ({first}) and {rounds} "
                        f"picked ones: every cell is a fraction of rows measured within "
                        f"±{sigma:.2g} (1 σ), i.e. "
-                       f"±{sigma * n:.3g} of the {n:,} rows; the pool's weights are then fitted "
-                       "to them, which costs nothing", widest)]
+                       f"±{figure(sigma * n)} of the {n:,} rows; the pool's weights are then "
+                       "fitted to them, which costs nothing", widest)]
 
     def duration(self, population: Population, schema: Schema, epsilon: float, delta: float
                  ) -> float | None:
@@ -213,18 +214,20 @@ class Measure(Engine):
     def choose(self, data: pd.DataFrame, schema: Schema, pool: pd.DataFrame, ledger: Ledger,
                population: Population, rng: np.random.Generator, ctx: FitContext) -> Chosen:
         """Measured marginals, pool weights fitted to them, n rows drawn by the weights."""
+        rounds = measure_plan(population, schema, *ledger.budget.allowance(SELECT),
+                              self.rounds, SELECT).rounds
+        pairs = "" if schema.target is None else f" and every pair with {schema.target}"
+        ctx.stage(SELECT, max(rounds, 1), (
+            f"every column's marginal{pairs} measured; the pool of {len(pool):,} rows "
+            f"joined by as many drawn from them; {rounds} rounds: pick the worst-matched "
+            "pair, measure it, reweight the pool"))
+
         def progress(t: int, rounds: int, worst: float, distance: float) -> None:
-            if t == 0:  # the first measurements made, and rows drawn from them
-                pairs = "" if schema.target is None else f" and every pair with {schema.target}"
-                ctx.stage(SELECT, max(rounds, 1), (
-                    f"every column's marginal{pairs} measured; the pool of {len(pool):,} rows "
-                    f"joined by as many drawn from them; {rounds} rounds: pick the "
-                    "worst-matched pair, measure it, reweight the pool"))
             ctx.progress(SELECT, t if rounds else 1, max(rounds, 1), max_error=worst,
                          distance=distance)
 
         result = measure_and_weight(ledger, SELECT, schema, data, pool, population,
-                                    self.rounds, rng, progress)
+                                    self.rounds, rng, progress, ctx.beat, ctx.wait)
         self.measured_ = result.picked
         self.pool_weights_ = result.weights
         rows = draw(result.weights, population.rows, rng)

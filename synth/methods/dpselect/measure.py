@@ -29,6 +29,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -245,10 +247,15 @@ def support_rows(space: Space, one_way: Marginals, answers: np.ndarray, pool: np
 def measure_and_weight(ledger: Ledger, stage: str, schema: Schema, private: pd.DataFrame,
                        pool: pd.DataFrame, population: Population, rounds: int | None,
                        rng: np.random.Generator,
-                       progress: Callable[[int, int, float, float], None] | None = None
+                       progress: Callable[[int, int, float, float], None] | None = None,
+                       beat: Callable[[], None] = lambda: None,
+                       wait: Callable[[Callable[[], Any]], Any] = lambda work: work()
                        ) -> Measured:
     """Run the engine (module docstring) and return the pool's weights. The mechanisms draw
-    fresh OS noise; ``rng`` steers only the support rows' draw, which is post-processing."""
+    fresh OS noise; ``rng`` steers only the support rows' draw, which is post-processing.
+    ``progress`` hears each round's end, ``beat`` every step between, and ``wait`` runs
+    each long computation that charges nothing (a fit's :meth:`~synth.methods.FitContext.wait`
+    keeps the caller informed meanwhile)."""
     space = Space(schema)
     classes = workloads(space)
     d = space.d
@@ -256,8 +263,8 @@ def measure_and_weight(ledger: Ledger, stage: str, schema: Schema, private: pd.D
     n, k = population.rows, population.max_rows
     planned = measure_plan(population, schema, *ledger.budget.allowance(stage), rounds, stage)
     t_max, rho, sens = planned.rounds, planned.rho, planned.sensitivity
-    gan = space.encode(pool)
-    data = _Pool(classes, gan, space.encode(private), n)
+    gan = wait(lambda: space.encode(pool))
+    data = wait(lambda: _Pool(classes, gan, space.encode(private), n))
     result = Measured(pool, np.empty(0))
     targets, sigmas = [], []  # the measured workloads' noisy answers and σ
 
@@ -271,6 +278,7 @@ def measure_and_weight(ledger: Ledger, stage: str, schema: Schema, private: pd.D
         # unclipped: clipping at 0 would bias every empty cell upward, and the fit would
         # chase that mass onto a few pool rows
         targets.append(measure(data.true[c][lo:hi], event))
+        beat()
         sigmas.append(np.full(hi - lo, event.sigma))
         result.picked.append(label)
         result.answers.append(targets[-1])
@@ -280,8 +288,9 @@ def measure_and_weight(ledger: Ledger, stage: str, schema: Schema, private: pd.D
     one_way = np.concatenate(targets)
     for w in planned.fixed[d:]:
         measure_one(w, "every pair with the target")
-    extra = support_rows(space, classes[0], one_way, gan, math.ceil(SUPPORT * len(pool)), rng)
-    data.extend(space.encode(extra))
+    extra = wait(lambda: support_rows(space, classes[0], one_way, gan,
+                                      math.ceil(SUPPORT * len(pool)), rng))
+    wait(lambda: data.extend(space.encode(extra)))
     result.pool = pd.concat([pool, extra[list(pool.columns)]], ignore_index=True)
     m = len(result.pool)
     weights = np.full(m, 1.0 / m)
@@ -298,6 +307,7 @@ def measure_and_weight(ledger: Ledger, stage: str, schema: Schema, private: pd.D
         for s in np.flatnonzero(data.owner[c] == local):
             cells[:, used] = data.cells[c][s] - lo + width
             used += 1
+        beat()
         width += hi - lo
 
     for w in planned.fixed:
@@ -307,9 +317,9 @@ def measure_and_weight(ledger: Ledger, stage: str, schema: Schema, private: pd.D
         fit = fit_weights(incidence(cells[:, :used], width), np.concatenate(targets),
                           np.concatenate(sigmas), prior=weights,
                           iterations=FINAL_STEPS if t == t_max else ROUND_STEPS, step=step,
-                          floor=FLOOR * width)
+                          floor=FLOOR * width, beat=beat)
         weights, step = fit.weights, fit.step
-        scores, distance = data.errors(weights)
+        scores, distance = wait(partial(data.errors, weights))
         result.max_error.append(float(scores.max()))
         result.distance.append(distance)
         if progress is not None:

@@ -209,12 +209,13 @@ class DPSelect(Synthesizer):
         allowance = self.ledger_.budget.allowance(SELECT)
         engine.check_plan(self.population_, schema, *allowance)  # before the GAN spends
         discretizer = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
-        self.gan_ = gan.train(PrivateCodes.of_array(discretizer.codes(data)), discretizer,
+        codes = ctx.wait(lambda: discretizer.codes(data))  # before the GAN's stage begins
+        self.gan_ = gan.train(PrivateCodes.of_array(codes), discretizer,
                               self.ledger_, self.population_, self.rng_, ctx, self._units)
         # n for one row per unit, n̂ for the measure engine
         m = engine.pool_rows(self.population_.rows)
         ctx.stage("pool", 1, f"drawing a pool of {m:,} rows from the generator")
-        pool = discretizer.decode(gan.sample_codes(m, self.rng_), self.rng_)
+        pool = ctx.wait(lambda: discretizer.decode(gan.sample_codes(m, self.rng_), self.rng_))
         ctx.progress("pool", 1, 1)
         chosen = engine.choose(data, schema, pool, self.ledger_, self.population_, self.rng_,
                                ctx)

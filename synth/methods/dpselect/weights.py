@@ -18,6 +18,7 @@ draws.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,7 +54,8 @@ def incidence(cells: np.ndarray, width: int) -> sparse.csr_matrix:
 
 def fit_weights(a: sparse.spmatrix, answers: np.ndarray, sigma: np.ndarray | float = 1.0,
                 prior: np.ndarray | None = None, iterations: int = 500,
-                tol: float = 1e-9, step: float = 1.0, floor: float = 0.0) -> Fit:
+                tol: float = 1e-9, step: float = 1.0, floor: float = 0.0,
+                beat: Callable[[], None] = lambda: None) -> Fit:
     """Minimise L(w) (module docstring) by entropic mirror descent from ``prior``.
 
     The step size adapts: a step that does not lower L is halved and retried, an accepted
@@ -62,7 +64,8 @@ def fit_weights(a: sparse.spmatrix, answers: np.ndarray, sigma: np.ndarray | flo
     the first one tried. It stops after ``iterations``
     steps, when a step lowers L by less than ``tol`` relative to L, or once L ≤ ``floor``
     (with noisy answers, the discrepancy principle: the truth itself has L ≈ one unit per
-    cell, so fitting much below that fits the noise)."""
+    cell, so fitting much below that fits the noise). ``beat`` runs before every step (a
+    fit's context keeps the caller informed, and stops it when cancelled)."""
     m, c = a.shape
     answers = np.asarray(answers, dtype=np.float64)
     if answers.shape != (c,):
@@ -82,6 +85,7 @@ def fit_weights(a: sparse.spmatrix, answers: np.ndarray, sigma: np.ndarray | flo
     current, done = start, 0
     log_w = np.log(np.maximum(w, 1e-300))
     while done < iterations and current > floor:
+        beat()
         gradient = 2.0 * (a @ (inverse * residual))
         gradient -= gradient.min()  # a constant shift: the same step after normalising
         step = min(step, MAX_MOVE / max(gradient.max(), 1e-300))

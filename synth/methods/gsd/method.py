@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from synth.data import figure
 from synth.encoding import EXACT_INTEGERS, Space
 from synth.errors import BudgetError, ParameterError
 from synth.marginals import (
@@ -58,10 +59,12 @@ PROJECT = "project"  # the event stage of the search (free post-processing)
 
 
 ROWS = 2000  # N' by default: enough for Adult's marginals (benchmarks/gsd.py)
-# the plan's cost model: seconds of a round's search over ROWS rows, per workload, on Adult
-# at ε = 1; the search runs longer as the answers' signal (rows × ε) grows (_duration)
-ROUND_SECONDS, WORKLOAD_BASE = 0.0122, 96
-SIGNAL, SIGNAL_POWER, LEAST = 27_134, 0.4, 0.7
+# the plan's cost model (benchmarks/progress.py, on 2 cores): seconds of a round's search
+# over ROWS rows, per workload beyond a base the search costs whatever the workloads; the
+# search runs longer as the answers' signal (rows × ε) grows (_duration); counting the
+# answers costs per row and workload
+ROUND_SECONDS, WORKLOAD_BASE, ANSWER_SECONDS = 0.000918, 1486, 1.6e-7
+SIGNAL, SIGNAL_POWER, LEAST = 27_134, 0.18, 0.7
 CANDIDATES = 100  # mutations and crossovers a generation makes by default (the calibration's)
 
 
@@ -214,13 +217,15 @@ class GSD(Synthesizer):
         return [pick, *[measure] * s] * rounds
 
     def _duration(self, population: Population, schema: Schema, budget: Budget) -> float:
-        """Each round's genetic search over N' rows costs about as much as WORKLOAD_BASE
-        workloads plus one per workload, and runs more generations before it stops improving
-        the sharper the answers are: times (n·ε / SIGNAL)^0.4, at least 0.7, and a generation
-        costs as many candidates as it makes (mutations and crossovers). On 2 cores
-        (benchmarks/estimates.py, peers.py) Adult's 105 workloads took 40, 48, 114, 143 and
-        210 s at ε = 0.5, 1, 2, 4, 8 (20 rounds, then 30), the census sample's 78 took 24 s
-        at ε = 1 and 48 s at ε = 4, the panel sample's 21 took 22 and 26 s."""
+        """Counting every workload's answers over the n rows, then each round's genetic
+        search over N' rows, which costs about as much as WORKLOAD_BASE workloads plus one
+        per workload and runs more generations before it stops improving the sharper the
+        answers are: times (n·ε / SIGNAL)^0.18, at least 0.7; a generation costs as many
+        candidates as it makes (mutations and crossovers). On 2 cores
+        (benchmarks/progress.py, at ε = 1, 20 rounds) the census sample's 78 workloads took
+        20 s, the panel's 21 took 20 s, and the flights' 325 took 30 s over 20,000 rows and
+        50 s (and 16 s counting) over 300,000. Adult's 105 took 48 s (benchmarks/peers.py),
+        where this model says 30: its wide categories cost more than their count."""
         w, widest = plan_size([c.kind == CATEGORICAL for c in schema],
                               parse_classes(self.queries), int(self.levels),
                               int(self.random_queries))
@@ -229,7 +234,8 @@ class GSD(Synthesizer):
         rows = synthetic_rows(self.rows, population.rows)
         signal = max(LEAST, (population.rows * epsilon / SIGNAL) ** SIGNAL_POWER)
         candidates = max(int(self.mutations) + int(self.crossovers), 1) / CANDIDATES
-        return ROUND_SECONDS * rounds * (WORKLOAD_BASE + w) * rows / ROWS * signal * candidates
+        return (ANSWER_SECONDS * population.rows * w + ROUND_SECONDS * rounds
+                * (WORKLOAD_BASE + w) * rows / ROWS * signal * candidates)
 
     def _preview(self, population: Population, schema: Schema, budget: Budget
                  ) -> list[NoiseScale]:
@@ -248,7 +254,7 @@ class GSD(Synthesizer):
         shown = [NoiseScale(
             QUERIES, "Gaussian, zCDP", f"ρ per call = {rho_call:.3g}; {describe(measure)}",
             f"{what} measured: every answer is a fraction of rows measured within ±{sigma:.2g} "
-            f"(1 σ), i.e. ±{sigma * n:.3g} of the {n:,} rows", measure)]
+            f"(1 σ), i.e. ±{figure(sigma * n)} of the {n:,} rows", measure)]
         if not self.one_shot:
             pick = selection_event(n, rho_call, s, k)
             shown.insert(0, NoiseScale(

@@ -176,6 +176,15 @@ class PrivateSampling(Synthesizer):
         the refusal: over 20 bits, or k beyond Theorem 4.1 without a demonstration asked
         for). With private domains it waits for them: the share bounds it."""
         if not schema.releasable:
+            private = [c.name for c in schema if not c.releasable]
+            known = schema.drop(private)  # each private column binarises to a bit at least
+            fewest = len(private) + (int(Discretizer(known, bins=int(self.bins)).sizes.sum())
+                                     if known.names else 0)
+            if fewest > MAX_BITS:  # refused before the domain share is spent on a doomed run
+                raise ParameterError(
+                    f"private sampling runs at demo scale (p ≤ {MAX_BITS} bits), but this "
+                    f"schema binarises to p ≥ {fewest} whatever its learned domains: leave "
+                    "columns out (the Data page) or use fewer bins")
             return [Charge(SAMPLE, None, exact=False)]
         return [Charge(SAMPLE, self._planned_event(population, schema, budget))]
 
