@@ -13,8 +13,8 @@ import numpy as np
 @dataclass(frozen=True)
 class Fix:
     """One way out of a refusal that the app can take in one click: ``changes`` to make
-    (``epsilon``, ``domain_share``, ``leave_out`` (column names), or a method parameter's
-    name, with its new value), said as a button would say it."""
+    (``epsilon``, ``domain_share``, ``leave_out`` (column names), ``method``, or a method
+    parameter's name, with its new value), said as a button would say it."""
 
     label: str
     changes: tuple[tuple[str, Any], ...]

@@ -102,3 +102,15 @@ def test_a_thirty_row_table_is_one_click_from_a_plan_that_runs(home):
     fix(at, "Use batch size")
     assert "must be smaller than the table" not in texts(at), texts(at)
     assert not next(b for b in at.button if b.label == "Run").disabled
+
+
+def test_private_sampling_on_a_real_table_offers_another_method(home):
+    """A demonstration on small Boolean cubes: on the census sample's 51 bits it is refused,
+    and the way out the app takes in one click is another method."""
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=600).run()
+    at.switch_page(SYNTH).run()
+    at.selectbox(key="choice:method").set_value("private_sampling").run()
+    assert REFUSED in texts(at)
+    fix(at, "Use MST instead")
+    assert at.selectbox(key="choice:method").value == "mst"
+    assert REFUSED not in texts(at), texts(at)

@@ -261,6 +261,8 @@ def apply(fix: Fix) -> None:
             st.session_state[mine("domain-share")] = value
         elif setting == "leave_out":
             _leave_out(list(value))
+        elif setting == "method":
+            st.session_state[f"{CHOICE}method"] = value
         else:
             st.session_state[param_key(method, setting)] = value
 

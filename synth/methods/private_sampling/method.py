@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from synth.encoding import Discretizer, finalize, model_width
-from synth.errors import BudgetError, ParameterError, SynthError
+from synth.errors import BudgetError, Fix, ParameterError, SynthError
 from synth.methods.base import FitContext, NoiseScale, Synthesizer, resample
 from synth.methods.private_sampling.algorithm import fit_density
 from synth.methods.private_sampling.bounds import Setting, show, walsh_count
@@ -33,6 +33,9 @@ from synth.validation import Param, specs
 
 SAMPLE = "sample"
 MAX_BITS = 20  # demo scale: the LP has m variables and the Walsh matrix C(p, ≤d) rows
+# a demonstration at up to 20 bits: a real table's way out is another method
+ANOTHER = Fix("Use MST instead (private sampling is a demonstration on small cubes)",
+              (("method", "mst"),))
 
 
 class PrivateSampling(Synthesizer):
@@ -105,7 +108,8 @@ class PrivateSampling(Synthesizer):
             raise ParameterError(
                 f"private sampling's Theorem 4.1 protects one row of a table whose row count "
                 f"is public; it has no calibration for units of up to {unit.max_rows} rows. "
-                "Keep one row per unit (max rows per unit = 1) or choose another method")
+                "Keep one row per unit (max rows per unit = 1) or choose another method",
+                fixes=(ANOTHER,))
 
     def _check_rules(self, values: dict, population: Population | None,
                      schema: Schema | None) -> None:
@@ -122,7 +126,7 @@ class PrivateSampling(Synthesizer):
         if p > MAX_BITS:
             raise ParameterError(f"private sampling runs at demo scale (p ≤ {MAX_BITS} bits), "
                                  f"but this schema binarises to p = {p}: leave columns out "
-                                 "(the Data page) or use fewer bins")
+                                 "(the Data page) or use fewer bins", fixes=(ANOTHER,))
         d = int(self.d)
         if d > p:
             raise ParameterError(f"d (= {d}) cannot exceed the {p} bits of the binarised table")
@@ -184,7 +188,7 @@ class PrivateSampling(Synthesizer):
                 raise ParameterError(
                     f"private sampling runs at demo scale (p ≤ {MAX_BITS} bits), but this "
                     f"schema binarises to p ≥ {fewest} whatever its learned domains: leave "
-                    "columns out (the Data page) or use fewer bins")
+                    "columns out (the Data page) or use fewer bins", fixes=(ANOTHER,))
             return [Charge(SAMPLE, None, exact=False)]
         return [Charge(SAMPLE, self._planned_event(population, schema, budget))]
 
