@@ -75,7 +75,8 @@ held = schema.target is not None and st.session_state.get(f"{state.CHOICE}holdou
 n = population(state.split(ds, schema, held)[0], ds.unit).units
 left, right = st.columns(2)
 with left:
-    epsilon = st.select_slider("Total privacy budget ε (log scale)", EPSILON_STEPS, value=1.0,
+    st.session_state.setdefault(f"{state.CHOICE}epsilon", 1.0)  # a fix may set it: no value=
+    epsilon = st.select_slider("Total privacy budget ε (log scale)", EPSILON_STEPS,
                                key=f"{state.CHOICE}epsilon", persist_state="session")
     explain("ε bounds how much any one person's row can change what is released: smaller is "
             "more private and noisier. 1 is a common choice; from "
@@ -110,9 +111,9 @@ params.update(parameters.method_inputs(cls, skip=(cls.share_param,)))
 explain("Defaults were chosen from measurements on the Adult census table; fewer epochs or a "
         "smaller pool make a quick trial run. Every parameter's help says what it does.")
 if schema.to_learn:
+    st.session_state.setdefault(state.mine("domain-share"), default_share(schema))  # or a fix's
     shares_given[DOMAIN] = st.slider(
-        "Share of ε for learning data-derived domains privately", 0.05, 0.9,
-        default_share(schema), 0.05,
+        "Share of ε for learning data-derived domains privately", 0.05, 0.9, step=0.05,
         key=state.mine("domain-share"), persist_state="session")
     explain("Columns whose categories or bounds you did not declare public on the Data page "
             "have their domains learned privately first, with this share; so does whether a "
@@ -195,6 +196,8 @@ with plan_box:
         said.append(f"- **Time**: {about(seconds)} on a quiet 2-core machine (the benchmarks'"
                     "; longer on a busy one); the run shows its progress as it goes."
                     if seconds is not None else
+                    "- **Time**: worked out once the plan can run; the run shows its progress."
+                    if planned.plan.refusals else
                     "- **Time**: no estimate for this method; the run shows its progress.")
         said.append(f"- **Cost**: at most ε = {epsilon:g}, δ = {delta:.2g} from the privacy "
                     f"account of {ds.name}, asked again when you press Run.")
@@ -365,7 +368,8 @@ def live() -> None:
         share = stage.step / stage.total if stage.total else 0.0
         now = (f" ({time.perf_counter() - stage.began:.0f} s in this stage)"
                if i == len(stages) - 1 else "")  # its bar may not move: the clock does
-        st.progress(min(share, 1.0), text=f"**{name}** {stage.step:,}/{stage.total or '?'}: "
+        total = f"{stage.total:,}" if stage.total else "?"
+        st.progress(min(share, 1.0), text=f"**{name}** {stage.step:,}/{total}: "
                                           f"{stage.description}{now}")
     st.caption(f"{job.seconds:.0f} s so far; ε charged to the ledger (before each mechanism "
                f"runs): {epsilon_text(charged)} of {job.epsilon:g}"

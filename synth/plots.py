@@ -74,7 +74,9 @@ def marginal_charts(real: pd.DataFrame | None, synthetic: Mapping[str, pd.DataFr
         lose = f"; {share:.1%} of real rows lie outside the release" if share else ""
         fig.update_layout(barmode="group", title=f"{column}: share of rows{note}{lose}",
                           yaxis_title="share of rows", legend_title="table")
-        if schema[column].kind == DATETIME:  # dates on a time axis, each bar its stretch
+        if schema[column].kind != DATETIME:  # bins are labels: '1–2' is no number to drop
+            fig.update_xaxes(type="category")
+        else:  # dates on a time axis, each bar its stretch
             fig.update_xaxes(type="date", title=f"{column} (by {schema[column].granularity})",
                              # a month or year is named as such, never by a day inside it
                              **_TICKS.get(schema[column].granularity, {}))

@@ -141,8 +141,10 @@ class RunRecord:
                          Schema.from_dict(configuration["schema"]), ledger,
                          read_csv_text(files[TABLE]), summary.get("seconds", math.nan),
                          summary.get("fit_seconds", math.nan),
-                         # a score of NaN (no pair with a real trend) is kept as "nan"
-                         scores={k: float(v) for k, v in summary.get("scores", {}).items()})
+                         # a score of NaN (no pair with a real trend) is kept as "nan"; a
+                         # failed or cancelled comparison keeps its words
+                         scores={k: v if k == "error" else float(v)
+                                 for k, v in summary.get("scores", {}).items()})
         except (OSError, ValueError, KeyError, TypeError, SynthError) as exc:
             raise StoreError(f"run {entry.id}'s release cannot be read from "
                              f"{str(entry.folder)!r} ({type(exc).__name__}: {exc}); synth runs "
@@ -297,8 +299,9 @@ class Run:
                                   "eyes only (never released)", cancellable=False)
         cancelled = "the comparison was cancelled; the release is kept"
         try:
-            if isinstance(table, TableFile):
-                table = ctx.wait(lambda: read_whole(table, schema.names))
+            if isinstance(table, TableFile):  # with the unit's column: the checklist's cap
+                table = ctx.wait(lambda: read_whole(table, [*schema.names, *(
+                    [unit.column] if unit.declared else [])]))
             ctx.progress(COMPARE, 1, steps)
             fidelity = ctx.wait(lambda: marginal_tvd(table, synthetic, released))
             ctx.progress(COMPARE, 2, steps)

@@ -154,3 +154,19 @@ def test_reference_lines_are_named_in_the_legend_where_no_label_can_collide(clos
         lines = line_positions(fig)
         assert len(lines) == len(fig.layout.shapes) >= 2
         assert all(at == pytest.approx(where(name)) for name, at in lines.items()), lines
+
+
+def test_a_months_bars_stand_on_a_category_axis_so_none_is_dropped():
+    """The steward's walk: Compare's month chart showed months 3–10 only; Plotly read the
+    labels '1–2' and '11–12' as numbers on a numeric axis and dropped them."""
+    import pandas as pd
+
+    from synth.plots import marginal_charts
+    from synth.schema import Column, Schema
+
+    schema = Schema((Column("month", "numeric", 1, 12, integer=True, public=True),))
+    table = pd.DataFrame({"month": list(range(1, 13)) * 10})
+    chart = marginal_charts(table, {"release": table}, schema, ["month"], bins=6)[0]
+    assert chart.layout.xaxis.type == "category"
+    shown = [x for bar in chart.data for x in bar.x]
+    assert "1–2" in shown and "11–12" in shown, shown

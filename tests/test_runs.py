@@ -300,3 +300,21 @@ def test_a_long_call_keeps_its_stage_alive_and_cancels_at_once():
     stuck.set()
     with pytest.raises(ValueError, match="carried"):
         FitContext().wait(lambda: (_ for _ in ()).throw(ValueError("carried")))
+
+
+def test_a_run_whose_comparison_was_cancelled_reads_back_from_the_store(sample, tmp_path):
+    """The auditor's finding: a release kept after a cancel in compare (its scores say so
+    in words) read back as an error, and the app left the paid-for run out after a restart."""
+    from synth.account import Store, TableAccount
+    from synth.store import RunStore
+
+    table, schema = sample
+    account = TableAccount.of(table, "census.csv", Store(tmp_path / "account.sqlite"))
+    store = RunStore(tmp_path / "runs.sqlite")
+    asked = []
+    ctx = FitContext(on_event=lambda e: asked.append(True) if isinstance(e, StageStarted)
+                     and e.stage == "compare" else None, should_stop=lambda: bool(asked))
+    planned = Run("independent", schema, 1.0, 1e-6, account=account, store=store)
+    made = planned(table, schema, table.iloc[:500], ctx)
+    back = RunRecord.read(store.get(planned.entry.id))
+    assert "cancelled" in back.scores["error"] and len(back.synthetic) == len(made.synthetic)

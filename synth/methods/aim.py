@@ -170,9 +170,11 @@ class AIM(Synthesizer):
         more as the answers sharpen with n, then the final estimation and the draw. On 2
         cores (benchmarks/progress.py) the rounds took 27 s on the census sample (13
         columns), 11 s on the panel (7), and 45 and 96 s on the flights (26 model-space
-        columns) over 20,000 and 300,000 rows: 0.3 s a column times n^0.2."""
+        columns) over 20,000 and 300,000 rows: 0.3 s a column times n^0.2. The final
+        estimation reuses the rounds' compiled steps (0.1 s measured); it is priced at 2.5 s
+        a thousand steps, so that a loop of many more is priced as what it would take."""
         d, n = len(schema), population.rows
-        return (1.0 + 1.0 * int(self.iterations) / 1000 + 4e-7 * n * d
+        return (1.0 + 2.5 * int(self.iterations) / 1000 + 4e-7 * n * d
                 + 0.3 * d * n ** 0.2 * int(self.round_iterations) / 50 + draw_seconds(n, d))
 
     def _preview(self, population: Population, schema: Schema, budget: Budget

@@ -35,7 +35,7 @@ from synth.errors import (
     is_number,
 )
 from synth.plan import Charge, open_ledger, plan, priced
-from synth.privacy.budget import ALL, Budget, Ledger, LedgerEntry
+from synth.privacy.budget import ALL, Budget, LedgerEntry
 from synth.privacy.domains import (
     BLANKS_SCALES,
     DOMAIN,
@@ -167,6 +167,8 @@ class FitContext:
         self._last.pop(name, None)
         self._step = (name, 0, total)
         self.emit(StageStarted(name, total, description))
+        if cancellable:  # and again: a cancel its listener asked lands before any charge
+            self.check()
 
     def finish(self) -> None:
         """Close the current stage's clock (the next :meth:`stage` call does it too)."""
@@ -183,6 +185,7 @@ class FitContext:
         if last is None or step == total or now - last >= self.min_interval:
             self._last[stage] = now
             self.emit(Progress(stage, step, total, {k: float(v) for k, v in metrics.items()}))
+            self.check()  # a cancel asked while the event was heard lands before what follows
 
     def beat(self) -> None:
         """Check for a cancel; if nothing was sent for :data:`HEARTBEAT` seconds, repeat the
@@ -196,11 +199,14 @@ class FitContext:
         """``work()``, one call that says nothing while it runs (a JIT compile, a solver, a
         library's report), in a helper thread while this one beats (:meth:`beat`) every
         tenth of a second. A cancel (or Ctrl-C) raises here at once and drops the call's
-        result; the call stops at its next check of this context, or at its end (the helper
-        is not a daemon: the interpreter waits for it rather than kill it inside a library's
-        native code). ``work`` must not charge the ledger or draw noise: those stay on the
-        fit's own thread. Work that is not ``cancellable`` (keeping a paid-for release) is
-        only kept alive."""
+        result; the call stops at its next check of this context, or at its end, and every
+        later check of this context raises too (a cancelled context stays cancelled). A
+        helper started from the main thread is no daemon: the interpreter waits for it rather
+        than kill it inside a library's native code. ``work`` must not charge the ledger or
+        draw noise: those stay on the fit's own thread. Work that is not ``cancellable``
+        (keeping a paid-for release) is only kept alive, and waited for even on Ctrl-C."""
+        if cancellable:
+            self.check()
         done, out = threading.Event(), {}
 
         def target() -> None:
@@ -220,6 +226,8 @@ class FitContext:
                     self.emit(Progress(*self._step))
         except BaseException:
             self._left = True
+            if not cancellable:  # never two writers of one release
+                done.wait()
             raise
         if "error" in out:
             raise out["error"]
@@ -423,7 +431,7 @@ class Synthesizer:
                                 int(units.max(initial=-1)) + 1, budget.unit.max_rows)
         values = self.check_params(population, priced(schema, budget, population))
         with self._plain(values):
-            self._check_plan(population, schema, budget, ctx)
+            self._check_plan(population, schema, budget)
             population = self._private_rows(len(data), population, ctx)
             read_once = bool(schema.to_learn)  # a file is read (and checked) to learn domains
             learned, data = self._learn_domains(table, data, schema, population, ctx)
@@ -499,19 +507,12 @@ class Synthesizer:
             for name, value in given.items():
                 setattr(self, name, value)
 
-    def _check_plan(self, population: Population, schema: Schema, budget: Budget,
-                    ctx: FitContext) -> None:
+    def _check_plan(self, population: Population, schema: Schema, budget: Budget) -> None:
         """The plan's refusals (public facts only) before the first charge; from then on the
-        ledger refuses any charge the plan does not hold, and a cancel asked meanwhile stops
-        the fit before its next charge."""
+        ledger refuses any charge the plan does not hold."""
         self.plan_ = plan(self, population, schema, budget)
         self.plan_.check()
-
-        def guard(ledger: Ledger, stage: str, event: PrivacyEvent) -> None:
-            ctx.check()
-            self.plan_.guard(ledger, stage, event)
-
-        self.ledger_.guard = guard
+        self.ledger_.guard = self.plan_.guard
 
     def _private_rows(self, rows: int, population: Population, ctx: FitContext) -> Population:
         """With more than one row per unit the row count after bounding is private: its

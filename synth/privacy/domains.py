@@ -443,6 +443,8 @@ def learn_domains(data: pd.DataFrame | Iterable[pd.DataFrame], schema: Schema, l
     plans = column_events(schema, eps, delta, rows, rows_per_unit)
     learned = {}
     for i, col in enumerate(todo, 1):
+        if progress is not None:  # a cancel asked meanwhile stops before the column's charges
+            progress(i - 1, len(todo))
         learned[col.name] = _learn(col, counts[col.name], plans[col.name], rows, ledger,
                                    stage)
         if progress is not None:

@@ -327,6 +327,7 @@ def measure_and_weight(ledger: Ledger, stage: str, schema: Schema, private: pd.D
         if t == t_max:
             break
         scores[picked] = -np.inf
+        beat()  # a cancel asked as the round ended stops before the next pick is charged
         pick = selection_event(n, rho, 1, k)
         ledger.charge(stage, pick, f"round {t + 1}: the worst-answered marginal, by max error")
         w = int(select(scores, pick)[0])

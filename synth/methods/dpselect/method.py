@@ -215,7 +215,8 @@ class DPSelect(Synthesizer):
         # n for one row per unit, n̂ for the measure engine
         m = engine.pool_rows(self.population_.rows)
         ctx.stage("pool", 1, f"drawing a pool of {m:,} rows from the generator")
-        pool = ctx.wait(lambda: discretizer.decode(gan.sample_codes(m, self.rng_), self.rng_))
+        rng = self.rng_  # this fit's: a helper left behind by a cancel never draws another's
+        pool = ctx.wait(lambda: discretizer.decode(gan.sample_codes(m, rng), rng))
         ctx.progress("pool", 1, 1)
         chosen = engine.choose(data, schema, pool, self.ledger_, self.population_, self.rng_,
                                ctx)
