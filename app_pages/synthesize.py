@@ -47,8 +47,7 @@ tutorial = st.toggle("Tutorial: explain each control", key=f"{state.CHOICE}tutor
 if schema.proposed:
     st.warning(f"The schema's columns are still proposals read from the table ("
                f"{', '.join(schema.proposed[:5])}{'…' if len(schema.proposed) > 5 else ''}): "
-               "confirm their kinds, integer flags and missing values on the Data page before "
-               "a run.")
+               "confirm them on the Data page before a run.")
     st.page_link("app_pages/data.py", label="Review and confirm the schema",
                  icon=":material/fact_check:")
 
@@ -58,22 +57,15 @@ def explain(text: str) -> None:
         st.caption(f":material/lightbulb: {text}")
 
 
-method = st.selectbox("Method", list(METHODS), format_func=lambda m: METHODS[m].title,
-                      key=f"{state.CHOICE}method", persist_state="session")
-cls = METHODS[method]
-st.caption(f"{cls.summary}  \n**When:** {cls.when}  \nSource: {cls.paper}")
-with st.expander("Which method when? One line each, from the benchmarks"):
-    st.markdown("\n".join(f"- **{m.title}**: {m.when}" for m in METHODS.values()))
-    st.caption("Adult by the measuring protocol (21,707 training rows, δ = 1e-5), medians of "
-               "3 seeds on 2 cores; benchmarks/results/peers.json has every ε from 0.5 to 8.")
-explain("Each method turns the private table into a model under differential privacy, then "
-        "samples synthetic rows from the model; sampling costs no further privacy.")
-
 # the rows (or people, with a privacy unit) a run synthesizes: the plan's n, less the held-out
 # sixth while its box (further down) is ticked
 held = schema.target is not None and st.session_state.get(f"{state.CHOICE}holdout", True)
 n = population(state.split(ds, schema, held)[0], ds.unit).units
-left, right = st.columns(2)
+chosen, left, right = st.columns([5, 4, 3])  # what, then how much: one row
+with chosen:
+    method = st.selectbox("Method", list(METHODS), format_func=lambda m: METHODS[m].title,
+                          key=f"{state.CHOICE}method", persist_state="session")
+cls = METHODS[method]
 with left:
     st.session_state.setdefault(f"{state.CHOICE}epsilon", 1.0)  # a fix may set it: no value=
     epsilon = st.select_slider("Total privacy budget ε (log scale)", EPSILON_STEPS,
@@ -83,12 +75,20 @@ with left:
             f"{WEAK_EPSILON:g} on the guarantee is weak, and the page says so.")
 with right:
     delta = st.number_input(
-        f"δ (default {default_delta(n):.0e}, the largest power of ten ≤ 1/(10n) for n = "
-        f"{n:,} {'people' if ds.unit.declared else 'rows'})", min_value=0.0, max_value=0.1,
-        value=default_delta(n), format="%.2e",
-        step=1e-6, key=state.mine("delta"), persist_state="session")
+        f"δ (default {default_delta(n):.2g})", min_value=0.0, max_value=0.1,
+        value=default_delta(n), format="%.2e", step=1e-6, key=state.mine("delta"),
+        persist_state="session",
+        help=f"The default is the largest power of ten ≤ 1/(10n) for n = {n:,} "
+             f"{'people' if ds.unit.declared else 'rows'}.")
     explain("δ is the small chance that the ε guarantee fails; keep it well below 1/n so that "
             "no single row is likely to be exposed.")
+st.caption(f"{cls.summary}  \n**When:** {cls.when}")
+with st.expander("Which method when? One line each, from the benchmarks"):
+    st.markdown("\n".join(f"- **{m.title}**: {m.when} ({m.paper})" for m in METHODS.values()))
+    st.caption("Adult by the measuring protocol (21,707 training rows, δ = 1e-5), medians of "
+               "3 seeds on 2 cores; benchmarks/results/peers.json has every ε from 0.5 to 8.")
+explain("Each method turns the private table into a model under differential privacy, then "
+        "samples synthetic rows from the model; sampling costs no further privacy.")
 
 # the plan in words, filled once the settings below are read; folded while a run is live, so
 # that what would refuse the next run does not stand above the one that is running
@@ -110,19 +110,24 @@ if cls.share_param:
 params.update(parameters.method_inputs(cls, skip=(cls.share_param,)))
 explain("Defaults were chosen from measurements on the Adult census table; fewer epochs or a "
         "smaller pool make a quick trial run. Every parameter's help says what it does.")
+share_box, seed_box = st.columns(2) if schema.to_learn else (None, st.container())
 if schema.to_learn:
-    st.session_state.setdefault(state.mine("domain-share"), default_share(schema))  # or a fix's
-    shares_given[DOMAIN] = st.slider(
-        "Share of ε for learning data-derived domains privately", 0.05, 0.9, step=0.05,
-        key=state.mine("domain-share"), persist_state="session")
-    explain("Columns whose categories or bounds you did not declare public on the Data page "
-            "have their domains learned privately first, with this share; so does whether a "
-            "number that may have blanks has any (a release has blanks only where it does).")
-seed = st.number_input("Post-processing seed (optional)", min_value=0, value=None, step=1,
-                       placeholder="none", key=f"{state.CHOICE}seed", persist_state="session",
-                       help="Steers only post-processing: initialisation, the searches and "
-                            "sampling from the fitted model. Privacy noise is fresh on every "
-                            "run, so the same seed twice gives two different releases.")
+    with share_box:
+        st.session_state.setdefault(state.mine("domain-share"), default_share(schema))  # a fix's
+        shares_given[DOMAIN] = st.slider(
+            "Share of ε for learning data-derived domains privately", 0.05, 0.9, step=0.05,
+            key=state.mine("domain-share"), persist_state="session")
+        explain("Columns whose categories or bounds you did not declare public on the Data "
+                "page have their domains learned privately first, with this share; so does "
+                "whether a number that may have blanks has any (a release has blanks only "
+                "where it does).")
+with seed_box:
+    seed = st.number_input(
+        "Post-processing seed (optional)", min_value=0, value=None, step=1, placeholder="none",
+        key=f"{state.CHOICE}seed", persist_state="session",
+        help="Steers only post-processing: initialisation, the searches and sampling from the "
+             "fitted model. Privacy noise is fresh on every run, so the same seed twice gives "
+             "two different releases.")
 seed = None if seed is None else int(seed)
 holdout = schema.target is not None and st.checkbox(
     "Hold out 1/6 of the rows to measure utility honestly (they are not synthesized)",
@@ -164,19 +169,32 @@ planned = budget = None
 people = population(state.split(ds, schema, holdout)[0], ds.unit)
 rows = people.units
 with plan_box:
-    st.markdown(f"**What this run will do** ({cls.title}, ε = {epsilon:g}), worked out before "
-                "anything is read or spent")
+    counted = (f"{rows:,} rows" if not ds.unit.declared else
+               f"{people.units:,} people of up to {ds.unit.max_rows} rows each (how many rows "
+               "bounding keeps is private: the run estimates it)")
+    st.markdown(f"**What this run will do** ({cls.title}, ε = {epsilon:g}): planned from the "
+                f"schema and {counted}; nothing read or spent yet")
     for line in cautions(epsilon, delta, rows, "people" if ds.unit.declared else "rows"):
         st.warning(line, icon=":material/warning:")
     with state.guard("Planning the budget"):
         planned = runs.Run(method, schema, epsilon, delta, params, shares_given, seed,
                            state.account(ds), rows=people, unit=ds.unit, store=state.store())
         model, budget = planned.model, planned.budget
-        for refusal in planned.plan.refusals:
-            st.error(f"This run would be refused before spending anything: {refusal}.",
-                     icon=":material/block:")
-            state.offer(refusal)
-        for doubt in planned.plan.doubts:
+        refusals, doubts = planned.plan.refusals, planned.plan.doubts
+        if refusals:  # in a few words, with their ways out; the figures folded
+            briefs = [r.brief for r in refusals]
+            st.error("This run would be refused before spending anything: "
+                     + (f"{briefs[0]}." if len(briefs) == 1 else
+                        "\n" + "\n".join(f"- {b}." for b in briefs))
+                     + "\n\nDeclare what is public knowledge on the Data page, or take a way "
+                       "out below.", icon=":material/block:")
+            state.offer(*refusals)
+        if refusals and (doubts or any(r.brief != str(r) for r in refusals)):
+            with st.expander("Why, in figures" + (", and what else the plan found" if doubts
+                                                  else "")):
+                st.markdown("\n".join([f"- Refused: {r}." for r in refusals]
+                                      + [f"- Before you spend: {d}." for d in doubts]))
+        for doubt in doubts if not refusals else ():
             st.warning(f"Before you spend: {doubt}.", icon=":material/warning:")
         if planned.plan.unbounded:
             st.warning(f"This run may carry **no DP guarantee**: {planned.plan.unbounded}. The "
@@ -190,8 +208,12 @@ with plan_box:
             if not planned.plan.refusals:  # a refusal above already says why
                 raise
             scales = []
-        said = [f"- **{scale.stage}** ({budget.shares.get(scale.stage, 0):.0%} of ε): "
-                f"{scale.meaning}" for scale in scales]
+        stages = {}  # a stage's scales in one line: MST's three measures share one ε
+        for scale in scales if not refusals else (s for s in scales if s.stage != DOMAIN):
+            # (a refusal of learned domains says their figures, folded above)
+            stages.setdefault(scale.stage, []).append(scale.meaning)
+        said = [f"- **{stage}** ({budget.shares.get(stage, 0):.0%} of ε): {'; '.join(them)}"
+                for stage, them in stages.items()]
         seconds = planned.plan.seconds
         said.append(f"- **Time**: {about(seconds)} on a quiet 2-core machine (the benchmarks'"
                     "; longer on a busy one); the run shows its progress as it goes."
@@ -202,13 +224,11 @@ with plan_box:
         said.append(f"- **Cost**: at most ε = {epsilon:g}, δ = {delta:.2g} from the privacy "
                     f"account of {ds.name}, asked again when you press Run.")
         st.markdown("\n".join(said))
-        counted = (f"the row count ({rows:,})" if not ds.unit.declared else
-                   f"{people.units:,} people of up to {ds.unit.max_rows} rows each (how many "
-                   "rows bounding keeps is private: the run estimates it)")
-        st.caption(f"From the schema and {counted} only: nothing is spent.")
 if planned is not None:
-    with st.expander("How the budget is spent: each stage's mechanism, and the plan's "
-                     f"{len(planned.plan.charges)} charges"):
+    charges = len(planned.plan.charges)
+    with st.expander("How the budget is spent: each stage's mechanism"
+                     + (f", and the plan's {charges} charge{'s' * (charges > 1)}" if charges
+                        else "")):
         st.plotly_chart(budget_chart(budget), width="stretch", key="plan")
         for scale in scales:
             st.markdown(f"**{scale.stage}** · {scale.mechanism} · `{scale.scale}`")
@@ -340,11 +360,12 @@ with run_box:
                else "the plan above is refused" if planned.plan.refusals
                else _over_limit(ds, epsilon, delta, bool(planned.plan.unbounded)))
     plan = "" if planned is None else f"{planned.account.key} {planned.command}"
-    if st.button("Run", type="primary", disabled=bool(blocked)):
+    press, why = st.columns([1, 9], vertical_alignment="center")
+    if press.button("Run", type="primary", disabled=bool(blocked)):
         state.ask_to_spend("run", plan)
     asked = state.asked_to_spend("run", plan)
     if blocked:
-        st.caption(f"Run is unavailable: {blocked}.")
+        why.caption(f"Run is unavailable: {blocked}.")
     elif asked:
         layout.confirm_spending(ds, epsilon, delta, "This run spends at most", start)
     elif asked is False:
@@ -373,8 +394,13 @@ def live() -> None:
                                           f"{stage.description}{now}")
     st.caption(f"{job.seconds:.0f} s so far; ε charged to the ledger (before each mechanism "
                f"runs): {epsilon_text(charged)} of {job.epsilon:g}"
-               + (" — cancelling…" if job.cancelling else ""))
-    if st.button("Cancel", disabled=job.cancelling):
+               + (" — cancelling…" if job.cancelling else
+                  ": all of it, so a cancel now saves no budget and releases nothing"
+                  if charged >= job.epsilon * (1 - 1e-9) else ""))
+    if st.button("Cancel", disabled=job.cancelling,
+                 help="Stops the run at its next step. What the ledger has charged stays "
+                      "spent, and a run cancelled before its release is written releases "
+                      "nothing."):
         job.cancel()
 
 
@@ -432,7 +458,7 @@ ended = state.last_job()
 if ended is not None and ended.status in (runner.CANCELLED, runner.FAILED):
     spent = ("before stopping it had spent ε = "
              f"{epsilon_text(ended.spent['total_epsilon'])}, δ = "
-             f"{ended.spent['total_delta']:.2e} (its ledger below)"
+             f"{ended.spent['total_delta']:.2g} (its ledger below)"
              if ended.spent and ended.spent["entries"] else "it had spent nothing")
     if ended.status == runner.CANCELLED:
         st.warning(f"{ended.name} was cancelled: nothing was released; {spent}. Earlier runs "
@@ -452,7 +478,7 @@ with state.guard("Reading the run store"):
     finished = state.runs(ds)
 if not finished:
     if state.job() is None:
-        st.info(f"No runs of {ds.name} yet: choose a budget and press Run.")
+        st.caption(f"No runs of {ds.name} yet: choose a budget and press Run.")
     st.stop()
 
 run = finished[-1]
@@ -461,7 +487,7 @@ st.divider()
 st.subheader(f"Release: {run.name}")
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("ε spent", epsilon_text(record.ledger["total_epsilon"]))
-c2.metric("δ spent", f"{record.ledger['total_delta']:.2e}")
+c2.metric("δ spent", f"{record.ledger['total_delta']:.2g}")
 c3.metric("rows", f"{len(record.synthetic):,}")
 c4.metric("seconds", f"{record.seconds:.1f}")
 st.plotly_chart(ledger_chart(record.ledger), width="stretch", key="ledger")

@@ -51,6 +51,11 @@ def figure(x: float) -> str:
     return f"{round(x, 2 - math.floor(math.log10(abs(x)))):,.0f}"
 
 
+def up_to(share: float) -> str:
+    """A worst-case share in words: "up to 12%", or "nearly all" where it rounds to 100%."""
+    return "nearly all" if share >= 0.995 else f"up to {share:.0%}"
+
+
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """"1 row", "2 rows", "1,668 categories": a count with its noun in the right number."""
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

@@ -18,15 +18,18 @@ class Fix:
 
     label: str
     changes: tuple[tuple[str, Any], ...]
+    caveat: str = ""  # what it leaves: it clears the refusal, not every risk
 
 
 class SynthError(ValueError):
     """Base class: the CLI prints these as a one-line cause, the app as a message (with a
-    button for each of its ``fixes``)."""
+    button for each of its ``fixes``). A ``brief`` says it in a few words where the message
+    carries figures a page folds away; it defaults to the message."""
 
-    def __init__(self, *args: Any, fixes: Iterable[Fix] = ()):
+    def __init__(self, *args: Any, fixes: Iterable[Fix] = (), brief: str | None = None):
         super().__init__(*args)
         self.fixes = tuple(fixes)
+        self.brief = brief or (str(args[0]) if args else "")
 
 
 class DataError(SynthError):

@@ -61,9 +61,15 @@ def words(name: str) -> list[str]:
     return parts + joined + (["percent"] if name.rstrip().endswith("%") else [])
 
 
+# a word after one of these names a period, not a value in it: spend_last_year is an
+# amount, trips_per_month a count
+PERIOD = frozenset({"last", "next", "past", "previous", "prev", "per", "each", "every", "this"})
+
+
 def meant(name: str) -> Meaning | None:
     """The meaning a column's name says, if any (its values unread)."""
-    said = set(words(name))
+    parts = words(name)
+    said = {w for i, w in enumerate(parts) if i == 0 or parts[i - 1] not in PERIOD}
     if {"week", "day"} <= said:  # day_of_week, week_day
         said.add("weekday")
     return next((m for m in MEANINGS if m.words & said), None)

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from synth import dates
-from synth.data import human_bytes
+from synth.data import human_bytes, up_to
 from synth.dates import UNITS_PER_YEAR
 from synth.errors import BudgetError, Fix, SchemaError, SynthError
 from synth.missing import model_schema
-from synth.privacy.budget import Budget, Ledger, LedgerEntry, default_delta
+from synth.privacy.budget import WEAK_EPSILON, Budget, Ledger, LedgerEntry, default_delta
 from synth.privacy.domains import (
     DOMAIN,
     STEPS,
@@ -187,7 +187,7 @@ def plan(model: Synthesizer, population: Population, schema: Schema, budget: Bud
             f"with probability δ meets (ε, δ)-DP; give δ well below 1/n (the default is "
             f"{default_delta(population.units):.0e})"))
     learned, doubts = domain_plan(schema, budget, population)
-    refusals += learned
+    refusals += jointly(learned)
     charges: list[Charge] = []
     memory, seconds, unbounded = 0, None, ""
     if not refusals:
@@ -339,12 +339,20 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
             """How far ``risks`` reach past ``lines``: ≥ 1 past."""
             return max(risk / line for risk, line in zip(risks, lines, strict=True))
 
+        def sparse_at(epsilon: float) -> float:
+            """How far the values a column that may be blank must have present reach past
+            what half the rows give (≥ 1 past: its scale may land far from the data)."""
+            at = column_events(schema, epsilon, delta, rows, k)
+            return max([fewest_present(at[c.name].bounds[0], c.integer)
+                        / (counted(rows, True) + 1) for c in bounded
+                        if c.missing == "indicator"], default=0.0)
+
         risks = risk_at(eps)
         *losses, miss = risks
         loss = max(losses)
         said = (f"the bounds of {_listed([c.name for c in bounded])} are learned privately: "
                 f"with the domain share's ε = {eps:.3g} shared by {len(todo)} columns, a "
-                f"bound may cut off up to {loss:.0%} of the {rows:,} rows at each end "
+                f"bound may cut off {up_to(loss)} of the {rows:,} rows at each end "
                 + ("on a tail as heavy as a flight delay's (95 % of draws; lighter tails lose "
                    "less)" if losses[0] >= losses[1] else "(a date's, at 95 % confidence; "
                    "usually far less)"))
@@ -352,9 +360,13 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
             said += (f", and the scale they are sought in may land where no values are (a "
                      f"chance of up to {miss:.0%}), which would put them far from the data")
         if past(risks, REFUSED) > 1:
-            (possible, fix), (likely, _) = (
-                _advice(budget, lambda e, lines=lines: past(risk_at(e), lines), 1.0)
-                for lines in (REFUSED, DOUBTED))
+            possible, fix = _advice(budget, lambda e: past(risk_at(e), REFUSED), 1.0)
+            likely, sure = _advice(  # and what leaves no doubt, blanks' scales too
+                budget, lambda e: max(past(risk_at(e), DOUBTED), sparse_at(e)), 1.0)
+            if sure is not None and dict(sure.changes).get("epsilon", 0) < WEAK_EPSILON:
+                fix = sure  # the way out that leaves no doubt, short of a weak guarantee
+            elif fix is not None and fix != sure:  # it clears the refusal, not the risk
+                fix = replace(fix, caveat="bounds may still reach past the data")
             why = ("so the bounds would be noise" if max(loss, miss) >= DOOMED else
                    f"more than the {REFUSED[0]:.0%} a run may lose")
             names = tuple(c.name for c in bounded)
@@ -362,7 +374,11 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
             refusals.append(BudgetError(
                 f"{said}, {why}: declare their bounds public, leave columns out, or "
                 f"{possible} ({likely} to keep the loss under {DOUBTED[0]:.0%})",
-                fixes=(fix, leave) if fix else (leave,)))
+                fixes=(fix, leave) if fix else (leave,),
+                brief=f"the bounds of {len(names)} column{'s' * (len(names) > 1)} learned "
+                      f"privately at ε = {eps:.3g} "
+                      + ("would be noise" if max(loss, miss) >= DOOMED else
+                         f"could cut off {up_to(loss)} of the rows at each end")))
         elif past(risks, DOUBTED) > 1:
             doubts.append(f"{said}; public bounds avoid the loss")
         sparse = {c.name: fewest_present(plans[c.name].bounds[0], c.integer) for c in bounded
@@ -381,12 +397,57 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
                 "without blanks, or give the domain share more")
     if categorical and delta > 0:
         tau = max(plans[name].categories.threshold for name in categorical)
-        if tau > DOOMED * rows:
-            doubts.append(f"categories of {_listed(categorical)} are learned privately: a "
-                          f"category needs about {tau:,.0f} of at most {rows:,} rows to be "
-                          "kept, so most or all of them will fold into 'other'; declare them "
-                          "public or give the domain share more")
+        said = (f"categories of {_listed(categorical)} are learned privately: a category "
+                f"needs about {tau:,.0f} rows to be kept")
+        if tau > rows:  # not one could be kept: the columns would be released as 'other'
+            def short(epsilon: float) -> float:
+                """How far the largest threshold at the domain share's ``epsilon`` is past
+                half the rows (≥ 1 past)."""
+                at = column_events(schema, epsilon, delta, rows, k)
+                return max(at[n].categories.threshold for n in categorical) / (DOOMED * rows)
+
+            possible, fix = _advice(budget, short, 1.0)
+            leave = Fix(f"Leave out {_listed(categorical)}", (("leave_out", tuple(categorical)),))
+            refusals.append(BudgetError(
+                f"{said}, more than the table's {rows:,}, so every category would fold into "
+                f"'other': declare them public, leave them out, or {possible}",
+                fixes=(fix, leave) if fix else (leave,),
+                brief=f"no category of {len(categorical)} column{'s' * (len(categorical) > 1)}"
+                      f" learned privately at ε = {eps:.3g} could be kept (each needs about "
+                      f"{tau:,.0f} of the {rows:,} rows)"))
+        elif tau > DOOMED * rows:
+            doubts.append(f"{said}, over half the table's {rows:,}, so most of them will fold "
+                          "into 'other'; declare them public or give the domain share more")
+        else:  # the walk's flights lost 65 % of their airports to 'other' unwarned
+            doubts.append(f"{said} ({tau / rows:.1%} of the {rows:,} rows): rarer ones fold "
+                          "into 'other', which may be most of the rows of a column with many "
+                          "rare values; declare the lists public to keep every category")
     return refusals, doubts
+
+
+def jointly(refusals: list[SynthError]) -> list[SynthError]:
+    """``refusals`` with their ways out through ε and the domain share made one, the
+    largest of each (every risk falls as either grows, so it clears each refusal it joins):
+    two buttons that each clear one refusal, at odds with each other, would leave a steward
+    to guess. The joint way out goes with the first refusal that had one."""
+    budgeted = [f for r in refusals for f in r.fixes
+                if {name for name, _ in f.changes} <= {"epsilon", "domain_share"}]
+    if len(budgeted) < 2:
+        return refusals
+    changes = {name: max(v for f in budgeted for n, v in f.changes if n == name)
+               for name in ("epsilon", "domain_share")
+               if any(n == name for f in budgeted for n, _ in f.changes)}
+    label = (f"Raise ε to {changes['epsilon']:g}, with a domain share of "
+             f"{changes['domain_share']:g}" if "epsilon" in changes else
+             f"Give the domain share {changes['domain_share']:g} of ε")
+    caveat = "; ".join(dict.fromkeys(f.caveat for f in budgeted if f.caveat))
+    joint, out = Fix(label, tuple(changes.items()), caveat), []
+    for r in refusals:
+        own = [f for f in r.fixes if f not in budgeted]
+        if joint is not None and len(own) < len(r.fixes):
+            own, joint = [joint, *own], None
+        out.append(type(r)(str(r), fixes=own, brief=r.brief))
+    return out
 
 
 def far_origin(col: Column) -> str:

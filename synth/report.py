@@ -39,7 +39,7 @@ def release_report(record: Mapping[str, Any], synthetic: pd.DataFrame | None = N
     """A releasable report of a run's ledger file (as ``synth run --ledger`` writes it):
     parameters, ledger and, given the synthetic table, its own marginals. Nothing in it reads
     the private table, and it holds no runtime or file path."""
-    title = f"Release report: {record.get('method', 'a run')}"
+    title = f"Release report: {_named(record)}"
     return _page(title, [_h(title, 1), *_released(record, synthetic)])
 
 
@@ -51,7 +51,7 @@ def steward_report(record: Mapping[str, Any], synthetic: pd.DataFrame, real: pd.
     from synth.evaluation import marginal_tvd
     from synth.quality import quality
 
-    title = f"Steward-only report (not for release): {record.get('method', 'a run')}"
+    title = f"Steward-only report (not for release): {_named(record)}"
     fit = quality(real, synthetic, schema)
     body = [_h(title, 1), _p(STEWARD_ONLY), *_released(record, None),
             _h("Real against synthetic", 2), _p(REAL_DATA),
@@ -90,7 +90,9 @@ def _released(record: Mapping[str, Any], synthetic: pd.DataFrame | None) -> list
     body = [_p(f"Privacy: {record.get('guarantee') or _guarantee(record)}."),
             _figure(ledger_chart(record)),
             _table({"method": record.get("method"),
-                    "post-processing seed": record.get("postprocessing_seed"),
+                    "post-processing seed": (
+                        "none" if record.get("postprocessing_seed") is None
+                        else record["postprocessing_seed"]),
                     "rows": record.get("rows"), "command": record.get("command")}),
             _h("Parameters", 3), _table(record.get("params", {})),
             _h("Ledger", 3), _p(f"Neighbouring relation: {record.get('relation', '')}. "
@@ -102,6 +104,16 @@ def _released(record: Mapping[str, Any], synthetic: pd.DataFrame | None) -> list
         body += [_h("The synthetic table", 2),
                  *_columns(None, synthetic, Schema.from_dict(record["schema"]))]
     return body
+
+
+def _named(record: Mapping[str, Any]) -> str:
+    """The run as a person reads it: its method's title and ε, "a run" if the record has no
+    method."""
+    method = record.get("method")
+    if not method:
+        return "a run"
+    eps = (record.get("budget") or {}).get("epsilon")
+    return titled(method) + ("" if eps is None else f", ε = {epsilon_text(eps)}")
 
 
 def _entries(entries: list[Mapping[str, Any]]) -> str:

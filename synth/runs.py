@@ -429,5 +429,7 @@ def run_command(method: str, epsilon: float, delta: float, seed: int | None,
     for key, value in params.items():
         words += ["--set", f"{key}={json.dumps(value)}"]
     for stage, share in shares.items():
-        words += ["--set", f"share.{stage}={float(share)!r}"]  # shortest exact: 0.1
+        # 12 digits: 0.1, not the 0.09999999999999998 a complement leaves (shares are
+        # normalised within 1e-6, so the run is the same)
+        words += ["--set", f"share.{stage}={float(share):.12g}"]
     return shlex.join(words)

@@ -295,7 +295,8 @@ def test_uploaded_table_learns_its_domains_privately(app):
     assert all(c["learned"] and not c["public"] and not c["flags"] for c in released)
     assert all(c["categories"] or c["lower"] is not None for c in released)
     page = release_report(made.record.release.ledger, made.record.synthetic)
-    assert "Release report: independent" in page and "Uses the real data" not in page
+    assert "Release report: Independent marginals, ε = " in page
+    assert "Uses the real data" not in page
     assert "rows: 600 synthetic rows from 600 private rows" in texts(app)  # the checklist
     # what the browser test of this flow used to check: the checklist and the steward's part
     assert "**Release checklist**" in texts(app) and "**For you only, not for release**" in \
@@ -441,7 +442,7 @@ def test_composition_explorer_follows_the_steps(app):
     # be given: the bundled sample less the held-out test sixth, at the page's budget
     table, schema = load_sample()
     rows = given(table)
-    assert f"the row count ({rows:,})" in texts(app)
+    assert f"planned from the schema and {rows:,} rows" in texts(app)
     delta = app.number_input[0].value
     (select,) = [s for s in make("dpselect", {"engine": "rows"}).preview(
         rows, schema, Budget(1.0, delta)) if s.stage == "select"]
@@ -1096,7 +1097,7 @@ def test_each_method_says_when_it_is_the_better_choice(app):
     assert f"**When:** {METHODS['independent'].when}" in texts(app)
     listed = next(e for e in app.expander if e.label.startswith("Which method when?"))
     shown = "\n".join(m.value for m in listed.markdown)
-    assert all(f"**{m.title}**: {m.when}" in shown for m in METHODS.values())
+    assert all(f"**{m.title}**: {m.when} ({m.paper})" in shown for m in METHODS.values())
 
 
 def test_the_stewards_friction_list_is_gone(app):

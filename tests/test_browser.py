@@ -226,7 +226,7 @@ def test_starts_on_the_sample_and_runs(page):
     assert ledger["total_epsilon"] <= 1 and ledger["entries"]
     assert json.loads(files["run.json"])["command"].startswith("python -m synth run")
     report = files["release_report.html"]
-    assert "Release report: independent" in report and "Plotly.newPlot" in report
+    assert "Release report: Independent marginals, ε = 1" in report and "Plotly.newPlot" in report
     assert "Privacy: (1, " in report and "Uses the real data" not in report  # releasable
     report = files["steward_only_report.html"]
     assert "Steward-only report (not for release)" in report and "Uses the real data" in report
@@ -359,6 +359,26 @@ def test_bad_upload_shows_a_clear_message(page):
     assert page.get_by_text("row 2 has 1 fields but the header has 2").count() == 1
     assert page.get_by_text("census demo (bundled sample): 5,000 rows", exact=True).count() == 1
     shot(page, "bad_upload.png")
+    assert "Traceback" not in page.content()
+
+
+def test_the_synthesize_page_of_a_table_without_a_codebook_fits_two_screens(page):
+    """Issue 49: the page a steward first sees for a table of their own (the walk's customer
+    table, refused at its defaults) reads top-down in two screens of 900 pixels: the plan in
+    a few words with its ways out, the figures folded."""
+    from tests.test_fixes import customers
+
+    page.get_by_text(f"{SAMPLE}: 5,000 rows", exact=False).first.wait_for()
+    page.get_by_test_id("stSidebarUserContent").locator("input[type=file]").set_input_files(
+        files=[{"name": "customers.csv", "mimeType": "text/csv", "buffer": customers(2_000)}])
+    page.get_by_text("customers.csv: 2,000 rows", exact=False).first.wait_for()
+    page.get_by_role("link", name="Synthesize").click()
+    page.get_by_text("would be refused before spending anything", exact=False).first.wait_for()
+    page.get_by_role("button", name=re.compile("^Raise ε to")).wait_for()
+    page.get_by_text("No runs of customers.csv yet", exact=False).wait_for()  # the page's end
+    height = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
+    shot(page, "synthesize_customers.png")
+    assert height <= 2 * 900, f"the Synthesize page is {height} px high"
     assert "Traceback" not in page.content()
 
 

@@ -99,8 +99,22 @@ def test_the_checklist_reports_folded_categories_clipping_and_rows():
     folded = checks["folded into other"]
     assert folded.warn and "job: 60.0% of private rows" in folded.text
     assert "'b' (50.0%), 'c' (10.0%)" in folded.text
-    assert checks["bounds"].warn and "age: 10.0% of private values lie outside [0, 100]" in (
-        checks["bounds"].text)
+    assert checks["bounds"].warn and (
+        "age: 10.0% of private rows hold a value outside [0, 100]" in checks["bounds"].text)
+
+
+def test_the_checklist_and_compare_count_the_same_loss_on_a_column_with_blanks():
+    """The walk saw the checklist and Compare's "most lost" a point apart on a column with
+    4 % blanks: one counted present values, the other rows. Both count rows now."""
+    from synth.evaluation import outside
+
+    real = pd.DataFrame({"income": [None] * 20 + [50.0] * 70 + [500.0] * 10})
+    released = Schema((Column("income", "numeric", 0, 100, learned=True,
+                              missing="indicator"),))
+    check = next(c for c in release_checklist(real, real.fillna(0), released)
+                 if c.item == "bounds")
+    assert f"{outside(real, released)['income']:.1%} of private rows" in check.text
+    assert "10.0% of private rows" in check.text
 
 
 def test_the_checklist_warns_when_learned_bounds_overshoot_the_data():

@@ -44,7 +44,7 @@ def test_release_and_steward_reports_are_split_and_named(reports):
     plain = (reports / "plain.html").read_text()
     full = (reports / "full.html").read_text()
     ledger = json.loads((reports / "l.json").read_text())
-    assert "Release report: independent" in plain and "Privacy ledger" in plain
+    assert "Release report: Independent marginals, ε = " in plain and "Privacy ledger" in plain
     assert "(1, " in ledger["guarantee"]
     assert ledger["entries"][0]["event"]["type"] in plain and "scikit-learn" in plain
     assert "synthetic" in plain and "real (not releasable)" not in plain  # synthetic-only bars

@@ -279,11 +279,15 @@ def _leave_out(names: list[str]) -> None:
         st.session_state["decided"] = (kept[0], body)
 
 
-def offer(error: SynthError) -> None:
-    """A button for each way out of ``error`` the app can take in one click."""
-    for i, fix in enumerate(error.fixes):
-        st.button(fix.label, key=f"fix:{i}:{fix.label}", on_click=apply, args=(fix,),
-                  icon=":material/build:")
+def offer(*errors: SynthError) -> None:
+    """A button for each way out of ``errors`` the app can take in one click, two abreast."""
+    fixes = [fix for error in errors for fix in error.fixes]
+    for row in range(0, len(fixes), 2):
+        pair = fixes[row:row + 2]
+        for i, (fix, place) in enumerate(zip(pair, st.columns(2), strict=False), row):
+            place.button(fix.label, key=f"fix:{i}:{fix.label}", on_click=apply, args=(fix,),
+                         icon=":material/build:", width="stretch",
+                         help=f"Clears the refusal, but {fix.caveat}." if fix.caveat else None)
 
 
 def decide(decisions: Decisions) -> None:

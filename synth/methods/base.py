@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from synth import missing
-from synth.data import figure, human_bytes
+from synth.data import figure, human_bytes, up_to
 from synth.dates import released
 from synth.encoding import rounded
 from synth.errors import (
@@ -673,7 +673,7 @@ def domain_preview(schema: Schema, epsilon: float, delta: float, population: Pop
     if bounded:
         worst = max(bounds_loss(plans[c.name].bounds, rows, c.integer,
                                 missing=c.missing == "indicator") for c in bounded)
-        said.append(f"a learned bound may cut off up to {worst:.1%} of the rows at each end "
+        said.append(f"a learned bound may cut off {up_to(worst)} of the rows at each end "
                     "on a tail as heavy as a flight delay's (95 % of draws), less on lighter "
                     "ones")
     blanks = [plans[c.name].blanks for c in todo if plans[c.name].blanks is not None]
@@ -682,11 +682,16 @@ def domain_preview(schema: Schema, epsilon: float, delta: float, population: Pop
         said.append(f"a column may have blanks in the release only if its noisy count of "
                     f"them clears about {most:,.0f}")
     events = [e for plan in plans.values() for e in plan.events]
+    if not events:  # every item a blank count that could not tell blanks from none
+        return NoiseScale(DOMAIN, "none", "none",
+                          f"nothing is learned: the blank counts of {len(todo)} columns are "
+                          f"not made at ε = {epsilon:.3g}, and this share goes unspent")
+    learned = [c for c in todo if plans[c.name].events]
     return NoiseScale(
         DOMAIN, "; ".join(dict.fromkeys(
             "thresholded Laplace counts" if c.kind == CATEGORICAL else
             "exponential mechanisms over a fixed grid" if plans[c.name].bounds else
-            "Laplace counts" for c in todo)),
+            "Laplace counts" for c in learned)),
         "; ".join(dict.fromkeys(describe(e) for e in events)),
-        f"{len(todo)} columns' domains or blank counts share ε = {epsilon:.3g}: "
+        f"{len(learned)} columns' domains or blank counts share ε = {epsilon:.3g}: "
         + "; ".join(said))

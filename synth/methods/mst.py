@@ -176,7 +176,9 @@ class MST(Synthesizer):
             measured.append(Measurement(pair, measure(true[pair], edge), edge.sigma))
             ctx.progress(MEASURE, d + t + 1, 1 + 2 * (d - 1))
         self.model_ = Model(sizes, self.population_.rows)
-        ctx.stage(ESTIMATE, int(self.iterations), "fitting a graphical model (post-processing)")
+        ctx.stage(ESTIMATE, int(self.iterations),  # JAX compiles before the first block
+                  "fitting a graphical model (post-processing; its first steps wait while "
+                  "JAX compiles it)")
         ctx.wait(lambda: self.model_.estimate(measured, int(self.iterations),
                                               partial(ctx.progress, ESTIMATE)))
         self.discretizer_, self.tree_ = disc, [_label(schema, p) for p in tree]

@@ -183,9 +183,10 @@ class DPGAN(Synthesizer):
             GAN, "DP-SGD (Gaussian, Poisson batches)", describe(event),
             f"{event.steps:,} critic steps on Poisson batches of ~{q * n:.0f} {what} (batch "
             f"size {self.batch_size} sets the rate, as Opacus samples: 1 in {round(1 / q):,} "
-            f"of the {n:,}): each step's summed "
-            f"gradient (at most {q * n:.0f} C) gets noise of std {sigma:.2g} C per coordinate; "
-            f"replacing {one} moves it by at most 2C", event)]
+            f"of the {n:,}): each step's summed gradient, at most {q * n:.0f} C long (C: the "
+            f"bound each row's gradient is clipped to), gets noise of std {sigma:.2g} C in "
+            f"every coordinate, {sigma / (q * n):.1%} of that length; replacing {one} moves "
+            "the sum by at most 2C", event)]
 
     def _duration(self, population: Population, schema: Schema, budget: Budget) -> float:
         """The critic's steps at the seconds one took on Adult, and the fit's other work. A
