@@ -312,26 +312,14 @@ def steward_page(run: state.Run) -> str:
                           run.record.scores)
 
 
-def _over_limit(ds: state.Dataset, epsilon: float, delta: float, unbounded: bool) -> str:
+def _over_limit(ds: state.Dataset, epsilon: float, delta: float, unbounded: str) -> str:
     """Why the table's lifetime limit refuses this run ("" if it does not), by the account's
-    own rule: (ε, δ) over what the limit leaves, or a run that may carry no guarantee under
-    any limit. An account that cannot be read refuses too (the sidebar says why)."""
+    own rule. An account that cannot be read refuses too (the sidebar says why)."""
     try:
-        usage = state.account(ds).usage()
+        refused = state.account(ds).usage().refusal(epsilon, delta, unbounded)
     except SynthError:
         return "the table's privacy account cannot be read (see the sidebar)"
-    if usage.limit_epsilon is None:
-        return ""
-    if unbounded:
-        return "a run that may carry no DP guarantee is refused under the table's lifetime limit"
-    if usage.allows(epsilon, delta):
-        return ""
-    eps_left, delta_left = usage.remaining
-    return (f"ε = {epsilon:g} is more than the table's lifetime limit leaves (ε = "
-            f"{epsilon_text(eps_left)}); raise it under Lifetime limit in the sidebar"
-            if not usage.allows(epsilon, 0.0) else
-            f"δ = {delta:.2g} is more than the table's lifetime limit leaves (δ = "
-            f"{delta_left:.2g}); raise it under Lifetime limit in the sidebar")
+    return refused and f"{refused}; raise the limit under Lifetime limit in the sidebar"
 
 
 def start() -> bool:
@@ -358,7 +346,7 @@ with run_box:
                else "the plan above cannot run" if planned is None
                else "the schema is not confirmed yet" if schema.proposed
                else "the plan above is refused" if planned.plan.refusals
-               else _over_limit(ds, epsilon, delta, bool(planned.plan.unbounded)))
+               else _over_limit(ds, epsilon, delta, planned.plan.unbounded))
     plan = "" if planned is None else f"{planned.account.key} {planned.command}"
     press, why = st.columns([1, 9], vertical_alignment="center")
     if press.button("Run", type="primary", disabled=bool(blocked)):

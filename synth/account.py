@@ -41,6 +41,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from synth import sqlite
 from synth.data import fingerprint, former_fingerprint
 from synth.errors import AccountError, BudgetError, check_delta, check_epsilon
 from synth.privacy.unit import PrivacyUnit
@@ -84,6 +85,20 @@ class Usage:
                     or (self.limit_delta is not None
                         and self.delta + delta > self.limit_delta * (1 + SLACK)))
 
+    def refusal(self, epsilon: float, delta: float, unbounded: str = "") -> str:
+        """Why the lifetime limit refuses a run of (ε, δ), "" if it does not: the one rule,
+        which :meth:`Store.reserve` applies and the pages say before Run. A run that may
+        carry no guarantee (``unbounded`` says why) is ε = ∞, refused wherever ε has a
+        limit."""
+        if (unbounded or math.isinf(epsilon)) and self.limit_epsilon is not None:
+            return (f"this run may carry no DP guarantee ({unbounded or 'ε = ∞'}), and table "
+                    f"{self.name!r} has a lifetime limit ({_words(self)} remain): a run "
+                    "without a guarantee is refused wherever a limit is set")
+        if self.allows(math.inf if unbounded else epsilon, delta):
+            return ""
+        return (f"this run would spend ε={epsilon:g}, δ={delta:.3g} of table {self.name!r}, "
+                f"over its lifetime limit: {_words(self)} remain")
+
     @property
     def remaining(self) -> tuple[float, float]:
         """(ε, δ) left under the limit (infinite where there is none)."""
@@ -100,36 +115,22 @@ class Store:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else home() / "account.sqlite"
         with self._failing("opened"):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.touch(mode=0o600, exist_ok=True)  # the owner's alone
-            db = sqlite3.connect(self.path, timeout=60)
-            try:  # executescript runs in its own transaction
-                db.executescript("""
-                    CREATE TABLE IF NOT EXISTS tables (
-                        key TEXT PRIMARY KEY, name TEXT NOT NULL,
-                        limit_epsilon REAL, limit_delta REAL);
-                    CREATE TABLE IF NOT EXISTS charges (
-                        id INTEGER PRIMARY KEY, key TEXT NOT NULL REFERENCES tables(key),
-                        epsilon REAL NOT NULL, delta REAL NOT NULL, status TEXT NOT NULL,
-                        what TEXT NOT NULL, started REAL NOT NULL, unit TEXT NOT NULL);
-                    CREATE INDEX IF NOT EXISTS charges_key ON charges(key);""")
-            finally:
-                db.close()
-        with self._transaction() as db:  # one process migrates; the others then see it done
+            sqlite.private_file(self.path)
+        with self._transaction() as db:  # one process creates and migrates; the others see it
+            db.execute("CREATE TABLE IF NOT EXISTS tables (key TEXT PRIMARY KEY, name TEXT NOT "
+                       "NULL, limit_epsilon REAL, limit_delta REAL)")
+            db.execute("CREATE TABLE IF NOT EXISTS charges (id INTEGER PRIMARY KEY, key TEXT "
+                       "NOT NULL REFERENCES tables(key), epsilon REAL NOT NULL, delta REAL NOT "
+                       "NULL, status TEXT NOT NULL, what TEXT NOT NULL, started REAL NOT NULL, "
+                       "unit TEXT NOT NULL)")
+            db.execute("CREATE INDEX IF NOT EXISTS charges_key ON charges(key)")
             if "unit" not in {row[1] for row in db.execute("PRAGMA table_info(charges)")}:
                 _add_units(db)
 
-    @contextmanager
-    def _failing(self, how: str) -> Iterator[None]:
-        """A file-system or SQLite failure (a full disk, a folder that is a file) as one line
-        naming the account's file: nothing runs without its account."""
-        try:
-            yield
-        except (OSError, sqlite3.Error) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc)
-            raise AccountError(f"the privacy account {str(self.path)!r} cannot be {how} "
-                               f"({reason}); free space there or set SYNTH_HOME to a writable "
-                               "folder: nothing was run or spent") from None
+    def _failing(self, how: str):
+        """Nothing runs without its account: a failure names its file."""
+        return sqlite.failing(AccountError, f"the privacy account {str(self.path)!r}", how,
+                              ": nothing was run or spent")
 
     def key(self, fingerprint: str, former: str | None = None) -> str:
         """The account's key for a table's fingerprint: an HMAC under this store's secret.
@@ -173,20 +174,9 @@ class Store:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, taken at once (``BEGIN IMMEDIATE``): a concurrent writer
-        waits for it, so a limit check and its charge are one step."""
-        with self._failing("written"):
-            db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-            try:
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    yield db
-                except BaseException:
-                    db.execute("ROLLBACK")
-                    raise
-                db.execute("COMMIT")
-            finally:
-                db.close()
+        """One write transaction, taken at once: a limit check and its charge are one step."""
+        with self._failing("written"), sqlite.transaction(self.path) as db:
+            yield db
 
     def usage(self, key: str) -> Usage | None:
         with self._transaction() as db:
@@ -219,16 +209,9 @@ class Store:
             epsilon = math.inf
         with self._transaction() as db:
             _ensure(db, key, name)
-            usage = _usage(db, key)
-            if math.isinf(epsilon) and usage.limit_epsilon is not None:
-                raise BudgetError(
-                    f"this run may carry no DP guarantee ({unbounded or 'ε = ∞'}), and table "
-                    f"{name!r} has a lifetime limit ({_words(usage)} remain): a run without "
-                    "a guarantee is refused wherever a limit is set")
-            if not usage.allows(epsilon, delta):
-                raise BudgetError(
-                    f"this run would spend ε={epsilon:g}, δ={delta:.3g} of table {name!r}, "
-                    f"over its lifetime limit: {_words(usage)} remain")
+            refused = _usage(db, key).refusal(epsilon, delta, unbounded)
+            if refused:
+                raise BudgetError(refused)
             return db.execute(
                 "INSERT INTO charges (key, epsilon, delta, status, what, started, unit) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",

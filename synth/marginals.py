@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from synth.errors import BudgetError, ParameterError, SchemaError
-from synth.privacy.composition import dp_to_zcdp
+from synth.privacy.accounting import zcdp_rho
 from synth.privacy.events import Exponential, Gaussian, fraction_linf
 from synth.privacy.mechanisms import exponential_top_k, gaussian
 
@@ -348,9 +348,7 @@ def plan_rounds(population: Population, epsilon: float, delta: float, workloads:
     measurement's σ, k·widest/(n·√(2ρ')), would exceed an answer's whole range [0, 1]: on a
     tiny table fewer workloads are measured, each with more budget. ``stage`` names the
     budget share in errors."""
-    if delta <= 0:
-        raise BudgetError(f"the Gaussian mechanism needs δ > 0 in the {stage!r} share")
-    rho = dp_to_zcdp(epsilon, delta)
+    rho = zcdp_rho(epsilon, delta, stage)
     if one_shot:
         return 1, workloads, rho / workloads
     s = int(per_round)

@@ -25,6 +25,7 @@ from synth.data import human_bytes, up_to
 from synth.dates import UNITS_PER_YEAR
 from synth.errors import BudgetError, Fix, SchemaError, SynthError
 from synth.missing import model_schema
+from synth.privacy.accounting import gaussian_needs_delta
 from synth.privacy.budget import WEAK_EPSILON, Budget, Ledger, LedgerEntry, default_delta
 from synth.privacy.domains import (
     DOMAIN,
@@ -174,11 +175,12 @@ def plan(model: Synthesizer, population: Population, schema: Schema, budget: Bud
     stands for the rows bounding keeps."""
     population = population.public()
     space = priced(schema, budget, population)
-    refusals: list[SynthError] = [
-        BudgetError(f"the {stage!r} share has δ = 0, but its Gaussian noise ({accountant} "
-                    f"accounting) needs δ > 0: give δ > 0")
-        for stage, accountant in model.accountants.items()
-        if accountant in ("zcdp", "pld") and budget.allowance(stage)[1] <= 0]
+    refusals: list[SynthError] = []
+    for stage, accountant in model.accountants.items():
+        try:
+            gaussian_needs_delta(stage, accountant, budget.allowance(stage)[1])
+        except BudgetError as exc:
+            refusals.append(exc)
     if budget.delta * population.units >= 1:  # each unit published outright meets it
         who = "units" if population.max_rows > 1 else "rows"
         refusals.append(BudgetError(

@@ -26,6 +26,7 @@ from pathlib import Path
 from secrets import randbits, token_hex
 from typing import Any
 
+from synth import sqlite
 from synth.account import home
 from synth.errors import SynthError, plain
 
@@ -98,7 +99,7 @@ class RunStore:
         with self._failing("opened", self.root):
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         with self._failing("opened"):
-            self.path.touch(mode=0o600, exist_ok=True)  # the owner's alone
+            sqlite.private_file(self.path)
         with self._transaction() as db:  # one process migrates; the others then see it done
             db.execute("CREATE TABLE IF NOT EXISTS runs ("
                        + ", ".join(f"{name} {how}" for name, how in COLUMNS.items()) + ")")
@@ -111,29 +112,15 @@ class RunStore:
             db.execute("CREATE TABLE IF NOT EXISTS tables (table_key TEXT PRIMARY KEY, "
                        "decisions TEXT, saved REAL, split_seed INTEGER)")
 
-    @contextmanager
-    def _failing(self, how: str, path: Path | None = None) -> Iterator[None]:
-        """A file-system or SQLite failure (a full disk, a folder that is a file) as one line
-        naming the file and what to do."""
-        try:
-            yield
-        except (OSError, sqlite3.Error) as exc:
-            reason = " ".join(str(getattr(exc, "strerror", None) or exc).split())
-            raise StoreError(f"the run store {str(path or self.path)!r} cannot be {how} "
-                             f"({reason}); free space there or set SYNTH_HOME to a writable "
-                             "folder") from None
+    def _failing(self, how: str, path: Path | None = None):
+        return sqlite.failing(StoreError, f"the run store {str(path or self.path)!r}", how)
 
     @contextmanager
     def _transaction(self, write: bool = True) -> Iterator[sqlite3.Connection]:
         """One transaction; a write takes the lock at once, so check-then-write is one step."""
-        with self._failing("written" if write else "read"):
-            db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-            try:
-                db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-                yield db
-                db.execute("COMMIT")
-            finally:
-                db.close()  # a transaction left open by an error is rolled back
+        with self._failing("written" if write else "read"), \
+                sqlite.transaction(self.path, write) as db:
+            yield db
 
     def start(self, kind: str, table: str, table_name: str, method: str, epsilon: float,
               delta: float, configuration: dict, charge: int | None = None) -> RunEntry:

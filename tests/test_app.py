@@ -365,8 +365,8 @@ def test_the_tables_account_counts_every_run_and_refuses_past_its_limit(app, mon
     run(app)  # ε = 1, the page's default
     assert "ε = 0.5 of its limit 1.5 remains" in texts(app)
     assert run_button(app).disabled  # another ε = 1 is more than the limit leaves: Run is off
-    assert ("ε = 1 is more than the table's lifetime limit leaves (ε = 0.5); raise it under "
-            "Lifetime limit in the sidebar") in texts(app)
+    assert ("over its lifetime limit: ε=0.5 of ε=1.5 remain; raise the limit under Lifetime "
+            "limit in the sidebar") in texts(app)
     usage = Store().usage(key)
     assert usage.runs == 1 and usage.epsilon == pytest.approx(1.0)  # the refusal cost nothing
 

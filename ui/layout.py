@@ -50,21 +50,17 @@ def confirm_spending(ds: state.Dataset, epsilon: float, delta: float, what: str,
     account refuses otherwise)."""
     with st.container(border=True), state.guard("Reading the privacy account"):
         usage = state.account(ds).usage()
-        eps_left, delta_left = usage.remaining
         sigma = "Σ" if summed else ""
         st.markdown(f"**{what} {sigma}ε = {epsilon_text(epsilon)}, {sigma}δ = {delta:.2g}** "
                     f"from the privacy account of {ds.name}.")
         st.caption(spent_words(usage) + ". Runs add up: ε and δ are summed over all of "
                    "them (basic composition).")
-        over = not usage.allows(epsilon, delta)
+        over = usage.refusal(epsilon, delta)  # the account's own rule, as it will apply it
         if over:
-            left = f"ε = {epsilon_text(eps_left)}" + (
-                "" if math.isinf(delta_left) else f", δ = {delta_left:.2g}")
-            st.error(f"That is more than this table's limit leaves ({left}): it would be "
-                     "refused. Spend less, or raise the limit under Lifetime limit in the "
-                     "sidebar.")
+            st.error(f"It would be refused: {over}. Spend less, or raise the limit under "
+                     "Lifetime limit in the sidebar.")
         yes, no = st.columns(2)
-        if yes.button("Spend and run", type="primary", disabled=over):
+        if yes.button("Spend and run", type="primary", disabled=bool(over)):
             state.answered()
             if action():  # started: the page redraws with its live view
                 st.rerun()

@@ -43,8 +43,8 @@ from synth.marginals import check_audible, count, marginal, measure, measurement
 from synth.methods.base import FitContext, NoiseScale, Synthesizer
 from synth.methods.pgm import Measurement, Model, draw_seconds
 from synth.plan import Charge
+from synth.privacy.accounting import zcdp_rho
 from synth.privacy.budget import Budget
-from synth.privacy.composition import dp_to_zcdp
 from synth.privacy.events import Exponential, Gaussian, describe, histogram_l1, histogram_l2
 from synth.privacy.unit import Population
 from synth.schema import Schema
@@ -129,11 +129,8 @@ class AIM(Synthesizer):
     def _first(self, population: Population, schema: Schema, budget: Budget
                ) -> tuple[float, Gaussian, float]:
         """(ρ of the stage, the 1-way measurement, ρ of a round before annealing)."""
-        eps, delta = budget.allowance(MEASURE)
-        if delta <= 0:
-            raise BudgetError(f"the Gaussian mechanism needs δ > 0 in the {MEASURE!r} share")
         d, k = len(schema), population.max_rows
-        rho = dp_to_zcdp(eps, delta)
+        rho = zcdp_rho(*budget.allowance(MEASURE), MEASURE)
         per_round = rho / (int(self.rounds) * d)
         return rho, measurement_event(histogram_l2(d, k), ALPHA * per_round * d), per_round
 

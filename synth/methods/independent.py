@@ -22,8 +22,8 @@ from synth.errors import BudgetError
 from synth.marginals import count, marginal, measure, measurement_event
 from synth.methods.base import FitContext, NoiseScale, Synthesizer
 from synth.plan import Charge
+from synth.privacy.accounting import zcdp_rho
 from synth.privacy.budget import Budget
-from synth.privacy.composition import dp_to_zcdp
 from synth.privacy.events import Gaussian, describe, histogram_l2
 from synth.privacy.unit import Population
 from synth.schema import Schema
@@ -103,10 +103,8 @@ class IndependentMarginals(Synthesizer):
     @staticmethod
     def plan(epsilon: float, delta: float, columns: int, rows_per_unit: int = 1) -> Gaussian:
         """The Gaussian measurement of ``columns`` stacked histograms that costs (ε, δ)."""
-        if delta <= 0:
-            raise BudgetError("the Gaussian mechanism needs δ > 0 in the 'measure' share")
-        sensitivity = histogram_l2(columns, rows_per_unit)
-        return measurement_event(sensitivity, dp_to_zcdp(epsilon, delta))  # ρ-zCDP ⇒ (ε, δ)
+        return measurement_event(histogram_l2(columns, rows_per_unit),
+                                 zcdp_rho(epsilon, delta, MEASURE))
 
     def _duration(self, population: Population, schema: Schema, budget: Budget) -> float:
         """One pass over the table: 0.5 s, and 0.3 s a million cells on 2 cores

@@ -34,8 +34,8 @@ from synth.marginals import check_audible, count, marginal, measure, measurement
 from synth.methods.base import FitContext, NoiseScale, Synthesizer
 from synth.methods.pgm import Measurement, Model, draw_seconds
 from synth.plan import Charge
+from synth.privacy.accounting import zcdp_rho
 from synth.privacy.budget import Budget
-from synth.privacy.composition import dp_to_zcdp
 from synth.privacy.events import Exponential, Gaussian, describe, histogram_l1, histogram_l2
 from synth.privacy.unit import Population
 from synth.schema import Schema
@@ -52,9 +52,7 @@ def mst_events(epsilon: float, delta: float, d: int, k: int = 1
     """(the 1-way measurement, each tree pick, each edge's measurement) for d columns and
     units of up to k rows, from the stage's (ε, δ): thirds of ρ (all of it to the 1-way
     measurement when there is a single column)."""
-    if delta <= 0:
-        raise BudgetError(f"the Gaussian mechanism needs δ > 0 in the {MEASURE!r} share")
-    rho = dp_to_zcdp(epsilon, delta)
+    rho = zcdp_rho(epsilon, delta, MEASURE)
     if d == 1:
         return measurement_event(histogram_l2(1, k), rho), None, None
     per_edge = rho / (3 * (d - 1))

@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from synth.errors import BudgetError
-from synth.privacy.composition import bounded_range, zcdp_to_dp
+from synth.privacy.composition import bounded_range, dp_to_zcdp, zcdp_to_dp
 from synth.privacy.events import (
     ZCDP,
     Event,
@@ -114,6 +114,22 @@ def _needs_delta(accountant: str, delta: float) -> None:
     if not delta > 0:
         raise BudgetError(f"the {accountant!r} accountant converts to (ε, δ) and needs δ > 0 in "
                           "this stage's share")
+
+
+def gaussian_needs_delta(stage: str, accountant: str, delta: float) -> None:
+    """The one refusal of δ = 0 for a stage whose noise is Gaussian (``zcdp``, or ``pld``
+    for DP-SGD): no ε alone bounds it. A plan asks before any method does."""
+    if accountant in ("zcdp", "pld") and not delta > 0:
+        raise BudgetError(f"the {stage!r} share has δ = 0, but its Gaussian noise "
+                          f"({accountant} accounting) needs δ > 0: give δ > 0")
+
+
+def zcdp_rho(epsilon: float, delta: float, stage: str) -> float:
+    """The ρ a ``zcdp`` stage's (ε, δ) buys, the one calibration of every Gaussian
+    measurement (σ = Δ₂/√(2ρ'), for the part ρ' a method gives it) and exponential pick
+    (ε' = √(8ρ')) under that accountant: the conversion back at the stage's δ is exact."""
+    gaussian_needs_delta(stage, "zcdp", delta)
+    return dp_to_zcdp(epsilon, delta)
 
 
 def account(events: Sequence[Event], accountant: str, delta: float) -> tuple[float, float]:

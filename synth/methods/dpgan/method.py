@@ -29,9 +29,8 @@ from synth.errors import BudgetError, Fix, ParameterError
 from synth.methods.base import FitContext, NoiseScale, Synthesizer
 from synth.methods.dpgan.codes import PrivateCodes
 from synth.plan import Charge
-from synth.privacy.accounting import calibrate
+from synth.privacy.accounting import calibrate, gaussian_needs_delta, zcdp_rho
 from synth.privacy.budget import Budget, Ledger
-from synth.privacy.composition import dp_to_zcdp
 from synth.privacy.events import PoissonSampledGaussian, describe
 from synth.privacy.unit import Population
 from synth.schema import Schema
@@ -157,8 +156,7 @@ class DPGAN(Synthesizer):
         sample): sampling rate q, steps and the smallest noise multiplier σ whose steps cost
         (ε, δ) under the ``pld`` accountant."""
         self.check_params(n)
-        if delta <= 0:
-            raise BudgetError(f"DP-SGD needs δ > 0 in the {GAN!r} share")
+        gaussian_needs_delta(GAN, "pld", delta)
         if epsilon > MAX_SGD_EPSILON:  # the PLD grid of so small a σ hangs or fills memory
             raise BudgetError(f"the {GAN!r} share's ε = {epsilon:g} is over {MAX_SGD_EPSILON:g}, "
                               "beyond which DP-SGD's noise cannot be calibrated; give a "
@@ -245,7 +243,7 @@ def _sgd_event(q: float, steps: int, epsilon: float, delta: float) -> PoissonSam
     once per setting: the plan, the page and the fit ask alike, and each search takes
     seconds. Enough noise without any amplification by sampling (T Gaussian steps of
     sensitivity 2, in units of C, are T·2/σ²-zCDP) is where the search starts."""
-    start = math.sqrt(2 * steps / dp_to_zcdp(epsilon, delta))
+    start = math.sqrt(2 * steps / zcdp_rho(epsilon, delta, GAN))
     sigma = calibrate(lambda s: PoissonSampledGaussian(q, s, steps), "pld", epsilon, delta,
                       start, what="noise multiplier")
     return PoissonSampledGaussian(q, sigma, steps)
