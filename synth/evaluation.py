@@ -18,12 +18,12 @@ from synth.encoding import Discretizer
 from synth.errors import SchemaError
 from synth.marginals import marginal
 from synth.missing import encode, model_frame, model_schema
+from synth.quality import comparable, quality
 from synth.schema import (
     CATEGORICAL,
     OTHER,
     Schema,
     category_values,
-    check_columns,
     check_target,
     prepare,
 )
@@ -47,30 +47,6 @@ def _histogram(codes: np.ndarray, sizes: np.ndarray, columns: tuple[int, ...]) -
     """The marginal over ``columns`` as shares of the rows."""
     counts = marginal(codes, sizes, columns).astype(float)
     return counts / max(counts.sum(), 1.0)
-
-
-def comparable(schema: Schema, *tables: pd.DataFrame, real: pd.DataFrame | None = None
-               ) -> Schema:
-    """``schema`` with every category that occurs in ``tables`` but not in the schema added,
-    so a measurement never fails on them: mass on an unknown category counts as distance.
-    Given the ``real`` table, a number's or date's bounds widen to cover its values, so
-    they are binned where they lie, never clipped into a release's learned range (a tail
-    the release lost shows as lost)."""
-    for table in tables:
-        check_columns(table, schema)
-    columns = []
-    for col in schema:
-        if col.kind == CATEGORICAL and col.categories is not None:
-            seen = set().union(*(category_values(t[col.name]) for t in tables))
-            extra = sorted(seen - set(col.categories))
-            col = replace(col, categories=(*col.categories, *extra))
-        elif real is not None and col.lower is not None and col.name in real.columns:
-            values = present_numbers(col, real[col.name])
-            if values.size:
-                col = replace(col, lower=min(col.lower, float(values.min())),
-                              upper=max(col.upper, float(values.max())))
-        columns.append(col)
-    return replace(schema, columns=tuple(columns))
 
 
 def outside(real: pd.DataFrame, schema: Schema) -> pd.Series:
@@ -248,8 +224,6 @@ def evaluate(real_test: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
     """The protocol's figures for one synthetic table: :func:`utility` on ``real_test`` and
     fidelity (TVDs and :func:`quality`) against ``real_train`` when given (the protocol),
     else against ``real_test``."""
-    from synth.quality import quality  # it builds on comparable, here
-
     scores = utility(real_test, synth, schema, target, real_train)
     reference = real_train if real_train is not None else real_test
     fidelity = marginal_tvd(reference, synth, schema)

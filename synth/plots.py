@@ -15,11 +15,12 @@ import plotly.graph_objects as go
 
 from synth import dates
 from synth.encoding import Discretizer
-from synth.evaluation import FIDELITY_BINS, Fidelity, comparable, outside
+from synth.evaluation import FIDELITY_BINS, Fidelity, outside
 from synth.marginals import marginal
 from synth.methods.base import Event, Progress
 from synth.missing import model_frame, model_schema
 from synth.privacy.budget import Budget, epsilon_text
+from synth.quality import comparable
 from synth.schema import DATETIME, Column, Schema
 
 REAL = "real (not releasable)"

@@ -37,14 +37,45 @@ import pandas as pd
 from scipy.stats import pearsonr
 from scipy.stats.contingency import association
 
+from synth.declarations import present_numbers
 from synth.errors import SchemaError
-from synth.evaluation import comparable
-from synth.schema import CATEGORICAL, MISSING, Schema, prepare
+from synth.schema import (
+    CATEGORICAL,
+    MISSING,
+    Schema,
+    category_values,
+    check_columns,
+    prepare,
+)
 
 BINS = 10  # a number's bins in a mixed pair (numpy's default for histogram_bin_edges)
 CORRELATION_THRESHOLD = 0.5  # |ρ_real| a pair of numbers must exceed to count
 ASSOCIATION_THRESHOLD = 0.3  # Cramér's V of the real pair that any other pair must exceed
 
+
+
+def comparable(schema: Schema, *tables: pd.DataFrame, real: pd.DataFrame | None = None
+               ) -> Schema:
+    """``schema`` with every category that occurs in ``tables`` but not in the schema added,
+    so a measurement never fails on them: mass on an unknown category counts as distance.
+    Given the ``real`` table, a number's or date's bounds widen to cover its values, so
+    they are binned where they lie, never clipped into a release's learned range (a tail
+    the release lost shows as lost)."""
+    for table in tables:
+        check_columns(table, schema)
+    columns = []
+    for col in schema:
+        if col.kind == CATEGORICAL and col.categories is not None:
+            seen = set().union(*(category_values(t[col.name]) for t in tables))
+            extra = sorted(seen - set(col.categories))
+            col = replace(col, categories=(*col.categories, *extra))
+        elif real is not None and col.lower is not None and col.name in real.columns:
+            values = present_numbers(col, real[col.name])
+            if values.size:
+                col = replace(col, lower=min(col.lower, float(values.min())),
+                              upper=max(col.upper, float(values.max())))
+        columns.append(col)
+    return replace(schema, columns=tuple(columns))
 
 @dataclass(frozen=True)
 class Quality:
