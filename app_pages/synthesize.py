@@ -225,15 +225,15 @@ with plan_box:
                     f"account of {ds.name}, asked again when you press Run.")
         st.markdown("\n".join(said))
 if planned is not None:
-    charges = len(planned.plan.charges)
-    with st.expander("How the budget is spent: each stage's mechanism"
-                     + (f", and the plan's {charges} charge{'s' * (charges > 1)}" if charges
-                        else "")):
+    # one label whatever the plan: an expander whose label changes is a new one, folded again
+    with st.expander("How the budget is spent: each stage's mechanism and the plan's charges"):
         st.plotly_chart(budget_chart(budget), width="stretch", key="plan")
         for scale in scales:
             st.markdown(f"**{scale.stage}** · {scale.mechanism} · `{scale.scale}`")
         if planned.plan.charges:
-            st.markdown("\n".join(f"- {line}" for line in planned.plan.lines()))
+            charges = len(planned.plan.charges)
+            st.markdown(f"The plan's {charges} charge{'s' * (charges > 1)}:\n"
+                        + "\n".join(f"- {line}" for line in planned.plan.lines()))
             st.caption("The run's ledger refuses any charge this plan does not hold. Where "
                        "a charge is a bound, the event charged may differ (which workload a "
                        "private selection picks, a row count estimated privately) but costs "

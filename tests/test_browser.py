@@ -267,6 +267,7 @@ def test_a_live_dp_select_run_then_a_cancelled_one(page):
     page.get_by_text("What this run will do", exact=False).wait_for()  # the plan, in words
     page.get_by_test_id("stMain").get_by_test_id("stSelectbox").first.click()
     page.get_by_role("option", name="DP-Select").click()
+    page.get_by_text("(DP-Select, ε = 1)", exact=False).wait_for()  # the page has rerun
     page.get_by_text("How the budget is spent", exact=False).click()  # the mechanisms, folded
     page.locator("code").get_by_text("ε per selection").wait_for()  # the selection's preview
 

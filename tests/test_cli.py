@@ -270,7 +270,10 @@ def test_an_interrupted_run_writes_what_it_spent_and_releases_nothing(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "synth", "run", str(table), "--schema", str(schema), "--method",
          "dpgan", "--epsilon", "1", "--set", "epochs=500", "--out", str(out), "--ledger",
-         str(ledger)], stderr=subprocess.PIPE, text=True, cwd=REPO)
+         str(ledger)], stderr=subprocess.PIPE, text=True, cwd=REPO,
+        # Ctrl-C as a terminal delivers it: a job started in the background (nohup, some CI
+        # runners) inherits SIGINT ignored, and Python then never raises KeyboardInterrupt
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         for line in proc.stderr:  # DP-SGD is charged before its first step
             if "charged" in line:

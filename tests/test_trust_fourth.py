@@ -4,6 +4,7 @@ gave away around sound mechanisms. Each test failed on the code the audit broke.
 from __future__ import annotations
 
 import json
+import signal
 from dataclasses import replace
 
 import numpy as np
@@ -239,12 +240,16 @@ def test_ctrl_c_after_the_fit_settles_every_record(sample, tmp_path):
         _thread.interrupt_main()
 
     watcher = threading.Thread(target=interrupt, daemon=True)
+    # Ctrl-C as a terminal delivers it, even where this job was started with SIGINT ignored
+    # (nohup, some CI runners): interrupt_main does nothing then
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     watcher.start()
     with pytest.raises(KeyboardInterrupt):
         try:
             run(table, schema, rows=3_000_000, measure=True)
         finally:
             fitted.set()
+            signal.signal(signal.SIGINT, previous)
     (entry,) = runs.list()
     assert entry.status == CANCELLED
     (charge,) = store.charges(account.key).values()
