@@ -371,16 +371,13 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
                 fix = replace(fix, caveat="bounds may still reach past the data")
             why = ("so the bounds would be noise" if max(loss, miss) >= DOOMED else
                    f"more than the {REFUSED[0]:.0%} a run may lose")
-            names = tuple(c.name for c in bounded)
-            leave = Fix(f"Leave out {_listed(list(names))}", (("leave_out", names),))
-            refusals.append(BudgetError(
+            names = [c.name for c in bounded]
+            refusals.append(_refused(
                 f"{said}, {why}: declare their bounds public, leave columns out, or "
-                f"{possible} ({likely} to keep the loss under {DOUBTED[0]:.0%})",
-                fixes=(fix, leave) if fix else (leave,),
-                brief=f"the bounds of {len(names)} column{'s' * (len(names) > 1)} learned "
-                      f"privately at ε = {eps:.3g} "
-                      + ("would be noise" if max(loss, miss) >= DOOMED else
-                         f"could cut off {up_to(loss)} of the rows at each end")))
+                f"{possible} ({likely} to keep the loss under {DOUBTED[0]:.0%})", fix, names,
+                f"the bounds of {len(names)} column{'s' * (len(names) > 1)} learned privately "
+                f"at ε = {eps:.3g} " + ("would be noise" if max(loss, miss) >= DOOMED else
+                                        f"could cut off {up_to(loss)} of the rows at each end")))
         elif past(risks, DOUBTED) > 1:
             doubts.append(f"{said}; public bounds avoid the loss")
         sparse = {c.name: fewest_present(plans[c.name].bounds[0], c.integer) for c in bounded
@@ -409,14 +406,13 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
                 return max(at[n].categories.threshold for n in categorical) / (DOOMED * rows)
 
             possible, fix = _advice(budget, short, 1.0)
-            leave = Fix(f"Leave out {_listed(categorical)}", (("leave_out", tuple(categorical)),))
-            refusals.append(BudgetError(
+            refusals.append(_refused(
                 f"{said}, more than the table's {rows:,}, so every category would fold into "
-                f"'other': declare them public, leave them out, or {possible}",
-                fixes=(fix, leave) if fix else (leave,),
-                brief=f"no category of {len(categorical)} column{'s' * (len(categorical) > 1)}"
-                      f" learned privately at ε = {eps:.3g} could be kept (each needs about "
-                      f"{tau:,.0f} of the {rows:,} rows)"))
+                f"'other': declare them public, leave them out, or {possible}", fix,
+                categorical,
+                f"no category of {len(categorical)} column{'s' * (len(categorical) > 1)} "
+                f"learned privately at ε = {eps:.3g} could be kept (each needs about "
+                f"{tau:,.0f} of the {rows:,} rows)"))
         elif tau > DOOMED * rows:
             doubts.append(f"{said}, over half the table's {rows:,}, so most of them will fold "
                           "into 'other'; declare them public or give the domain share more")
@@ -425,6 +421,13 @@ def domain_plan(schema: Schema, budget: Budget, population: Population
                           "into 'other', which may be most of the rows of a column with many "
                           "rare values; declare the lists public to keep every category")
     return refusals, doubts
+
+
+def _refused(message: str, fix: Fix | None, names: list[str], brief: str) -> BudgetError:
+    """A refusal of learning ``names``' domains: the budget's way out, if any, and leaving
+    the columns out."""
+    leave = Fix(f"Leave out {_listed(names)}", (("leave_out", tuple(names)),))
+    return BudgetError(message, fixes=(fix, leave) if fix else (leave,), brief=brief)
 
 
 def jointly(refusals: list[SynthError]) -> list[SynthError]:
