@@ -12,7 +12,7 @@ import streamlit as st
 
 from synth import runs
 from synth.errors import SynthError
-from synth.methods import METHODS, NoiseScale, make
+from synth.methods import METHODS, make
 from synth.plan import EPSILON_STEPS
 from synth.plots import (
     THEOREM_NAMES,
@@ -21,10 +21,10 @@ from synth.plots import (
     ledger_chart,
     progress_chart,
 )
-from synth.privacy.budget import WEAK_EPSILON, Budget, cautions, default_delta, epsilon_text
+from synth.privacy.budget import WEAK_EPSILON, cautions, default_delta, epsilon_text
 from synth.privacy.composition import explore
 from synth.privacy.domains import DOMAIN, default_share
-from synth.privacy.unit import Population, PrivacyUnit, population
+from synth.privacy.unit import PrivacyUnit, population
 from synth.release import CONFIGURATION, LEDGER, REPORT, TABLE
 from synth.report import steward_report
 from synth.schema import Schema
@@ -154,17 +154,6 @@ def about(seconds: float) -> str:
     return f"about {round(seconds / 60):.0f} min"
 
 
-@st.cache_data(show_spinner="Working out the noise…", max_entries=64)
-def noise_preview(method: str, params_json: str, people: Population, schema_json: str,
-                  epsilon: float, delta: float, shares_json: str, unit: PrivacyUnit
-                  ) -> list[NoiseScale]:
-    """The noise scales of each stage: from the public schema and the row count only (with
-    a privacy unit: the number of people and the rows bounding keeps)."""
-    model = make(method, json.loads(params_json))
-    budget = Budget(epsilon, delta, json.loads(shares_json), unit)
-    return model.preview(people, Schema.from_dict(json.loads(schema_json)), budget)
-
-
 planned = budget = None
 people = population(state.split(ds, schema, holdout)[0], ds.unit)
 rows = people.units
@@ -200,14 +189,7 @@ with plan_box:
             st.warning(f"This run may carry **no DP guarantee**: {planned.plan.unbounded}. The "
                        "account records it as unbounded (ε = ∞) before it runs, and a table "
                        "with a lifetime limit refuses it.", icon=":material/warning:")
-        try:
-            scales = noise_preview(method, json.dumps(model.get_params()), people,
-                                   json.dumps(schema.to_dict()), epsilon, delta,
-                                   json.dumps(budget.shares), ds.unit)
-        except SynthError:
-            if not planned.plan.refusals:  # a refusal above already says why
-                raise
-            scales = []
+        scales = planned.plan.scales  # from public facts only: each stage's steps in words
         stages = {}  # a stage's scales in one line: MST's three measures share one ε
         for scale in scales if not refusals else (s for s in scales if s.stage != DOMAIN):
             # (a refusal of learned domains says their figures, folded above)
@@ -230,8 +212,8 @@ if planned is not None:
         st.plotly_chart(budget_chart(budget), width="stretch", key="plan")
         for scale in scales:
             st.markdown(f"**{scale.stage}** · {scale.mechanism} · `{scale.scale}`")
-        if planned.plan.charges:
-            charges = len(planned.plan.charges)
+        if planned.plan.steps:
+            charges = len(planned.plan.steps)
             st.markdown(f"The plan's {charges} charge{'s' * (charges > 1)}:\n"
                         + "\n".join(f"- {line}" for line in planned.plan.lines()))
             st.caption("The run's ledger refuses any charge this plan does not hold. Where "
@@ -255,9 +237,7 @@ if planned is not None and ds.unit.declared:
                              rows=them, unit=unit)
             st.caption(f"At k = {other} the run would use up to {them.rows:,} rows "
                        f"(against up to {people.rows:,} at k = {ds.unit.max_rows}).")
-            for scale in noise_preview(method, json.dumps(trial.model.get_params()), them,
-                                       json.dumps(schema.to_dict()), epsilon, delta,
-                                       json.dumps(trial.budget.shares), unit):
+            for scale in trial.plan.scales:
                 st.markdown(f"**{scale.stage}** · {scale.mechanism} · `{scale.scale}`  \n"
                             f"{scale.meaning}")
 

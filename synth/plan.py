@@ -1,13 +1,16 @@
 """What a run will do, worked out from public facts before anything is read or spent.
 
-From a method (its parameters), the schema, the public population (n rows, or U units of at
-most k rows) and the budget, :func:`plan` finds the refusals a run can know up front (a
-Gaussian stage with δ = 0, private domains whose noise no bin could clear, memory, a method's
-own limits such as private sampling's 20 bits), what still depends on the data (to be said
-before spending), whether the run can carry a DP guarantee at all, the events it will charge
-in order, and its expected time and memory. ``fit``, the account's reservation, the app's Run
-button and ``synth plan`` read this one plan: a doomed run is refused before its first
-charge, and a fit's ledger refuses any charge the plan does not hold (:meth:`Plan.guard`).
+A method says what it will do as a :class:`Recipe`: from its parameters, the schema, the
+public population (n rows, or U units of at most k rows) and the budget, its ordered steps
+(each a privacy event with its meaning, or a stated bound where the events wait for a private
+fact), the settings its fit needs, its time and memory. :func:`plan` adds what every method
+shares (the row count's estimate, the learned domains), finds the refusals a run can know up
+front (a Gaussian stage with δ = 0, private domains whose noise no bin could clear, memory, a
+method's own limits such as private sampling's 20 bits) and what still depends on the data
+(to be said before spending). ``fit``, the account's reservation, the app's Run button, the
+preview and ``synth plan`` read this one plan: a doomed run is refused before its first
+charge, a fit's ledger refuses any charge the plan does not hold (:meth:`Plan.guard`), and the
+fit consumes the recipe rather than work any of it out again.
 """
 
 from __future__ import annotations
@@ -16,24 +19,24 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from synth import dates
-from synth.data import human_bytes, up_to
+from synth.data import figure, human_bytes, up_to
 from synth.dates import UNITS_PER_YEAR
 from synth.errors import BudgetError, Fix, SchemaError, SynthError
 from synth.missing import model_schema
 from synth.privacy.accounting import gaussian_needs_delta
 from synth.privacy.budget import WEAK_EPSILON, Budget, Ledger, LedgerEntry, default_delta
 from synth.privacy.domains import (
+    BLANKS_SCALES,
     DOMAIN,
     STEPS,
     bounds_loss,
     column_events,
     counted,
-    domain_events,
     fewest_present,
     missing_origin,
     most_categories,
@@ -42,9 +45,6 @@ from synth.privacy.domains import (
 from synth.privacy.events import Event, describe
 from synth.privacy.unit import ROWS, Population, rows_event
 from synth.schema import CATEGORICAL, DATETIME, OTHER, Column, Schema
-
-if TYPE_CHECKING:
-    from synth.methods.base import Synthesizer
 
 # a private bound that may cut off half the rows at an end is noise, and one that may cut off
 # a tenth is worth a warning (the figures are the mechanism's 95 % worst case): a refusal
@@ -61,36 +61,91 @@ TOLERANCE = 1e-9  # relative, as the ledger's: one cost derived twice may differ
 
 
 @dataclass(frozen=True)
-class Charge:
-    """One event a run will charge, in order. ``exact``: the ledger will hold this very event.
-    Otherwise it is the event at a public bound (a picked workload's sensitivity, the public
-    k·U for n̂), and the ledger's event costs no more; ``event`` is None where the events wait
-    for a private fact (``waits``: the learned domains, AIM's annealing), and the stage's share
-    bounds them."""
+class Step:
+    """One event a run will charge, in order, and what it does in words. ``exact``: the
+    ledger will hold this very event. Otherwise it is the event at a public bound (a picked
+    workload's sensitivity, the public k·U for n̂), and the ledger's event costs no more;
+    ``event`` is None where the events wait for a private fact (``waits``: the learned
+    domains, AIM's annealing), and the stage's share bounds them. ``mechanism`` and
+    ``meaning`` are for people (the preview); ``scale`` says the noise where the event alone
+    does not (AIM's first round, GSD's ρ per call)."""
 
     stage: str
     event: Event | None
     exact: bool = True
     waits: str = "the learned domains"
+    mechanism: str = ""
+    meaning: str = ""
+    scale: str = ""
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What a method will do, from public facts only (its parameters, the schema, the
+    population, the budget): the ``steps`` it charges in order, the ``settings`` its fit
+    needs (MST's events, GSD's rounds and ρ per round, AIM's schedule), its ``seconds`` on 2
+    cores (None: no cost model), the peak bytes of its large parts by what drives them
+    (``memory``) and why it may end without a DP guarantee (``unbounded``, "" when it
+    cannot). A method builds it in one hook (``Synthesizer._recipe``); the plan, the preview
+    and the fit read it."""
+
+    steps: tuple[Step, ...]
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    seconds: float | None = None
+    memory: Mapping[str, int] = field(default_factory=dict)
+    unbounded: str = ""
+
+    def __getitem__(self, name: str) -> Any:
+        return self.settings[name]
+
+
+@dataclass(frozen=True)
+class NoiseScale:
+    """What one stage's mechanism does, for people: its steps of one meaning, in one line."""
+
+    stage: str
+    mechanism: str
+    scale: str  # the events' parameters, formatted (describe(event))
+    meaning: str  # what it does to the result, in words
+    # the last of its events, where one is fixed: the bound a stage's later events keep to
+    event: Event | None = None
+
+
+def scales(steps: tuple[Step, ...] | list[Step]) -> tuple[NoiseScale, ...]:
+    """The steps as the preview shows them: those of one stage and meaning in one line (MST's
+    d − 1 tree picks, the learned domains' columns), in order of first coming."""
+    groups: dict[tuple[str, str], list[Step]] = {}
+    for step in steps:
+        if step.meaning:
+            groups.setdefault((step.stage, step.meaning), []).append(step)
+    return tuple(NoiseScale(
+        stage, "; ".join(dict.fromkeys(s.mechanism for s in group)),
+        "; ".join(dict.fromkeys(s.scale or describe(s.event) for s in group
+                                if s.scale or s.event is not None)),
+        meaning, next((s.event for s in reversed(group) if s.event is not None), None))
+        for (stage, meaning), group in groups.items())
 
 
 @dataclass(frozen=True)
 class Plan:
     """What a run will do, from public facts only: its refusals and doubts, whether it keeps
-    a DP guarantee, the events it will charge (``charges``, with each stage's planned cost in
-    ``bounds``) and its expected seconds and peak bytes."""
+    a DP guarantee, the events it will charge (``steps``, with each stage's planned cost in
+    ``bounds``), the method's :class:`Recipe` and its expected seconds and peak bytes;
+    ``scales`` shows every step that could be worked out, refused or not."""
 
     refusals: tuple[SynthError, ...] = ()  # the run cannot succeed: refused before a charge
     doubts: tuple[str, ...] = ()  # success depends on the data: say so before spending
     unbounded: str = ""  # why the run may end without a DP guarantee ("": it has one)
-    charges: tuple[Charge, ...] = ()
+    steps: tuple[Step, ...] = ()
     # stages whose number of events waits for a private fact (n̂, the learned domains): only
     # their total is bounded; every other stage is charged event by event as planned
     loose: frozenset[str] = frozenset()
     bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
-    entries: tuple[dict[str, Any], ...] = ()  # the charges in the ledger's own format
+    entries: tuple[dict[str, Any], ...] = ()  # the steps in the ledger's own format
     seconds: float | None = None  # on 2 cores (the benchmarks' machine); None: no cost model
-    memory: int = 0  # peak bytes the method's large parts need (Synthesizer._memory)
+    memory: int = 0  # peak bytes the method's large parts need (Recipe.memory)
+    recipe: Recipe | None = None  # the method's, where it could be made
+    scales: tuple[NoiseScale, ...] = ()
 
     def check(self) -> None:
         """Raise the first refusal, if any."""
@@ -100,14 +155,14 @@ class Plan:
     @property
     def exact(self) -> bool:
         """Whether the ledger will hold exactly :attr:`charges`' events, in order."""
-        return not self.loose and all(c.exact for c in self.charges)
+        return not self.loose and all(c.exact for c in self.steps)
 
     def guard(self, ledger: Ledger, stage: str, event: Event) -> None:
         """Refuse, before it runs, a charge this plan does not hold (the ledger calls it): an
         exact stage's next event must be the planned one (a bounded one no dearer), and no
         stage may cost more than planned. A mismatch is our bug; nothing more is spent."""
         done = [e.event for e in ledger.entries if e.stage == stage]
-        planned = [c for c in self.charges if c.stage == stage]
+        planned = [c for c in self.steps if c.stage == stage]
         where = f"{event.kind} ({stage!r}, charge {len(done) + 1})"
         if stage not in self.loose:
             if len(done) >= len(planned):
@@ -134,7 +189,8 @@ class Plan:
         order of first coming; ``to_dict`` has the exact order), the bounded stages, doubts,
         and the estimate."""
         out = [f"refused: {r}" for r in self.refusals]
-        for charge, times in Counter(self.charges).items():
+        for charge, times in Counter(
+                replace(c, mechanism="", meaning="", scale="") for c in self.steps).items():
             what = (f"events that wait for {charge.waits}" if charge.event is None
                     else describe(charge.event))
             out.append(f"{charge.stage}: {f'{times} × ' if times > 1 else ''}{what}" + (
@@ -168,15 +224,18 @@ def _over(cost: tuple[float, float], bound: tuple[float, float]) -> bool:
     return any(c > b * (1 + TOLERANCE) + 1e-15 for c, b in zip(cost, bound, strict=True))
 
 
-def plan(model: Synthesizer, population: Population, schema: Schema, budget: Budget) -> Plan:
-    """The plan of ``model`` on ``population`` under ``budget`` (already the method's split,
-    as :meth:`~synth.methods.base.Synthesizer.budget_for` gives it) and the working schema
+def plan(recipe: Callable[[Population, Schema, Budget], Recipe],
+         accountants: Mapping[str, str], population: Population, schema: Schema,
+         budget: Budget) -> Plan:
+    """The plan of a method (its ``recipe`` hook and its stages' ``accountants``) on
+    ``population`` under ``budget`` (already the method's split, as
+    :meth:`~synth.methods.base.Synthesizer.budget_for` gives it) and the working schema
     (private domains not yet learned). Only the public population is read: with k > 1, k·U
-    stands for the rows bounding keeps."""
+    stands for the rows bounding keeps; the recipe sees the domains still to be learned at
+    the most their mechanisms may give (:func:`priced`)."""
     population = population.public()
-    space = priced(schema, budget, population)
     refusals: list[SynthError] = []
-    for stage, accountant in model.accountants.items():
+    for stage, accountant in accountants.items():
         try:
             gaussian_needs_delta(stage, accountant, budget.allowance(stage)[1])
         except BudgetError as exc:
@@ -190,42 +249,37 @@ def plan(model: Synthesizer, population: Population, schema: Schema, budget: Bud
             f"{default_delta(population.units):.0e})"))
     learned, doubts = domain_plan(schema, budget, population)
     refusals += jointly(learned)
-    charges: list[Charge] = []
-    memory, seconds, unbounded = 0, None, ""
-    if not refusals:
-        try:
-            values = model.check_params(population, space)
-            memory = sum(model._memory(values, population, space).values())
-            charges = [*_public_charges(schema, budget, population),
-                       *model._charges(population, space, budget)]
-            unbounded = model._unbounded(population, space, budget)
-            seconds = model._duration(population, space, budget)
-            if seconds is not None:
-                seconds += after_fit(population, schema)
-        except SynthError as exc:
-            refusals.append(exc)
-    if refusals:
-        return Plan(tuple(refusals), tuple(doubts))
-    loose = frozenset(c.stage for c in charges if c.event is None or (
-        not c.exact and population.max_rows > 1))
-    ledger = open_ledger(model, budget)
+    shared = public_steps(schema, budget, population)
+    made: Recipe | None = None
     try:
-        for c in charges:
+        made = recipe(population, priced(schema, budget, population), budget)
+    except SynthError as exc:
+        if str(exc) not in {str(r) for r in refusals}:  # δ = 0 is said once
+            refusals.append(exc)
+    steps = [*shared, *(made.steps if made is not None else ())]
+    if refusals or made is None:
+        return Plan(tuple(refusals), tuple(doubts), recipe=made, scales=scales(steps))
+    loose = frozenset(c.stage for c in steps if c.event is None or (
+        not c.exact and population.max_rows > 1))
+    ledger = open_ledger(accountants, budget)
+    try:
+        for c in steps:
             if c.event is not None:
                 ledger.charge(c.stage, c.event)
     except BudgetError as exc:  # the method's own plan is over its share: say so first
-        return Plan((exc,), tuple(doubts))
+        return Plan((exc,), tuple(doubts), recipe=made, scales=scales(steps))
     bounds = {s: budget.allowance(s) if s in loose else ledger.spent(s)
-              for s in dict.fromkeys(c.stage for c in charges)}
+              for s in dict.fromkeys(c.stage for c in steps)}
     known, entries = iter(ledger.entries), []
-    for c in charges:  # the ledger's format, less what only a run knows
+    for c in steps:  # the ledger's format, less what only a run knows
         entry = ({"stage": c.stage, "event": None} if c.event is None else
                  next(known).to_dict(budget.unit.relation))
         entry.pop("description", None)
         entry.pop("status", None)
         entries.append(entry if c.exact else {**entry, "bound": True})
-    return Plan((), tuple(doubts), unbounded, tuple(charges), loose, bounds, tuple(entries),
-                seconds, memory)
+    seconds = None if made.seconds is None else made.seconds + after_fit(population, schema)
+    return Plan((), tuple(doubts), made.unbounded, tuple(steps), loose, bounds, tuple(entries),
+                seconds, sum(made.memory.values()), made, scales(steps))
 
 
 # a run's stages after its fit, as the app runs them on 2 cores (benchmarks/progress.py):
@@ -265,22 +319,69 @@ def priced(schema: Schema, budget: Budget, population: Population) -> Schema:
     return model_schema(replace(schema, columns=tuple(stand_in(c) for c in schema)))
 
 
-def open_ledger(model: Synthesizer, budget: Budget,
+def open_ledger(accountants: Mapping[str, str], budget: Budget,
                 on_spend: Callable[[LedgerEntry], None] | None = None) -> Ledger:
-    """The ledger a fit of ``model`` charges (the domain stage composes by basic
-    composition, the method's stages by their accountants), and its plan is worked on."""
-    return Ledger(budget, {DOMAIN: "basic", **model.accountants}, on_spend=on_spend)
+    """The ledger a fit charges (the domain stage composes by basic composition, the
+    method's stages by their ``accountants``), and its plan is worked on."""
+    return Ledger(budget, {DOMAIN: "basic", **accountants}, on_spend=on_spend)
 
 
-def _public_charges(schema: Schema, budget: Budget, population: Population) -> list[Charge]:
+def public_steps(schema: Schema, budget: Budget, population: Population) -> list[Step]:
     """The row count's estimate (k > 1) and the learned domains' events: the same for
     every method, and public."""
     k = population.max_rows
-    charges = [Charge(ROWS, rows_event(budget.allowance(ROWS)[0], k))] if k > 1 else []
-    if schema.to_learn:
-        charges += [Charge(DOMAIN, e) for e in domain_events(
-            schema, *budget.allowance(DOMAIN), population.units * k, k)]
-    return charges
+    steps = [_rows_step(population, budget.allowance(ROWS)[0])] if k > 1 else []
+    if schema.to_learn and DOMAIN in budget.shares:
+        steps += _domain_steps(schema, *budget.allowance(DOMAIN), population)
+    return steps
+
+
+def _rows_step(population: Population, epsilon: float) -> Step:
+    """Estimating the row count after bounding (see :mod:`synth.privacy.unit`)."""
+    event = rows_event(epsilon, population.max_rows)
+    return Step(
+        ROWS, event, mechanism="Laplace count",
+        meaning=f"the {population.units:,} units keep up to {population.max_rows} rows each; "
+                f"their row count, which sets the release's size and every fraction's "
+                f"denominator, is estimated within ±{figure(event.scale * math.sqrt(2))} rows "
+                f"(1 σ), {event.scale * math.sqrt(2) / population.rows:.2%} of the most they "
+                f"may keep, {population.rows:,}")
+
+
+def _domain_steps(schema: Schema, epsilon: float, delta: float, population: Population
+                  ) -> list[Step]:
+    """Learning the data-derived domains and blanks (see :mod:`synth.privacy.domains`), each
+    column's events with what the stage does: how many rows a category needs to be kept, how
+    much of the table a learned bound may cut off, how many blanks a column needs for any to
+    be released."""
+    todo = schema.to_learn
+    k, rows = population.max_rows, population.units * population.max_rows
+    plans = column_events(schema, epsilon, delta, rows, k)
+    said = []
+    if any(c.kind == CATEGORICAL for c in todo):
+        kept = [p.categories.threshold for p in plans.values() if p.categories]
+        keep = f"{max(kept):,.0f}" if kept else "∞ (δ = 0)"
+        said.append(f"a category needs about {keep} rows to be kept, rarer ones fold into "
+                    "'other'")
+    bounded = [c for c in todo if plans[c.name].bounds is not None]
+    if bounded:
+        worst = max(bounds_loss(plans[c.name].bounds, rows, c.integer,
+                                missing=c.missing == "indicator") for c in bounded)
+        said.append(f"a learned bound may cut off {up_to(worst)} of the rows at each end "
+                    "on a tail as heavy as a flight delay's (95 % of draws), less on lighter "
+                    "ones")
+    blanks = [plans[c.name].blanks for c in todo if plans[c.name].blanks is not None]
+    if blanks:
+        most = max(BLANKS_SCALES * e.scale for e in blanks)
+        said.append(f"a column may have blanks in the release only if its noisy count of "
+                    f"them clears about {most:,.0f}")
+    learned = [c for c in todo if plans[c.name].events]
+    meaning = (f"{len(learned)} columns' domains or blank counts share ε = {epsilon:.3g}: "
+               + "; ".join(said))
+    return [Step(DOMAIN, e, meaning=meaning, mechanism=(
+        "thresholded Laplace counts" if c.kind == CATEGORICAL else
+        "exponential mechanisms over a fixed grid" if plans[c.name].bounds else
+        "Laplace counts")) for c in learned for e in plans[c.name].events]
 
 
 def domain_plan(schema: Schema, budget: Budget, population: Population

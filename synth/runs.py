@@ -27,7 +27,7 @@ from synth.checklist import Check, release_checklist
 from synth.errors import Cancelled, SynthError, without_values
 from synth.methods import FitContext, Synthesizer, make
 from synth.missing import model_schema
-from synth.plan import Plan, plan
+from synth.plan import Plan
 from synth.privacy.budget import Budget, default_delta, merge_shares
 from synth.privacy.mechanisms import fresh_rng
 from synth.privacy.unit import Population, PrivacyUnit, population
@@ -196,7 +196,7 @@ class Run:
         kept = self._planned
         if kept is None or kept[0] != population or kept[1] is not schema:
             kept = self._planned = (population, schema,
-                                    plan(self.model, population, schema, self.budget))
+                                    self.model.plan(population, schema, self.budget))
         return kept[2]
 
     @property

@@ -13,6 +13,8 @@ import pytest
 
 from synth.data import sample_paths
 from synth.methods import make
+from synth.privacy.budget import Budget
+from synth.privacy.unit import Population
 from synth.schema import Schema
 
 from .conftest import ADULT, REPO
@@ -293,7 +295,9 @@ def test_an_interrupted_run_writes_what_it_spent_and_releases_nothing(tmp_path):
     (entry,) = record["entries"]
     assert entry["status"].startswith("stopped early")
     # settled to the steps that ran: fewer than the package plans for 500 epochs on this table
-    planned = make("dpgan", {"epochs": 500}).plan(len(pd.read_csv(table)), 1.0, 1e-5)
+    n, gan, declared = len(pd.read_csv(table)), make("dpgan", {"epochs": 500}), Schema.load(schema)
+    planned = gan.plan(Population(n, n), declared,
+                       gan.budget_for(Budget(1.0, 1e-5), declared)).steps[-1].event
     assert entry["event"]["steps"] < planned.steps  # 0 when stopped before the first step
     assert record["total_epsilon"] < 1.0
 

@@ -7,6 +7,7 @@ can be fitted twice."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -25,11 +26,15 @@ NAMES = sorted(METHODS)
 COLUMNS = ["age", "sex", "race", "income"]  # small enough for private sampling's cube
 
 
-@pytest.fixture(scope="module")
-def table() -> tuple[pd.DataFrame, Schema]:
+def small_table() -> tuple[pd.DataFrame, Schema]:
     frame, schema = load_sample()
     return (frame[COLUMNS].iloc[:2000].reset_index(drop=True),
             schema.drop([c for c in schema.names if c not in COLUMNS]))
+
+
+@pytest.fixture(scope="module")
+def table() -> tuple[pd.DataFrame, Schema]:
+    return small_table()
 
 
 def quick(name: str, **extra):
@@ -53,7 +58,7 @@ def within(plan: Plan, ledger: Ledger) -> None:
         event = entry.event
         if entry.status == STOPPED and entry.stage not in plan.loose:
             i = sum(e.stage == entry.stage for e in replay.entries)
-            want = [c for c in plan.charges if c.stage == entry.stage][i].event
+            want = [c for c in plan.steps if c.stage == entry.stage][i].event
             assert type(event) is type(want)
             assert replay.cost(entry.stage, [event])[0] <= replay.cost(entry.stage, [want])[0]
             event = want
@@ -96,7 +101,7 @@ def test_with_private_domains_or_units_the_ledger_keeps_within_the_plan(name, ta
     budget = Budget(4.0, 1e-5)
     model = quick(name)
     plan = planned(model, len(frame), learned, model.budget_for(budget, learned))
-    assert plan.charges[0].stage == "domain"
+    assert plan.steps[0].stage == "domain"
     model.fit(frame, learned, budget)
     within(plan, model.ledger_)
 
@@ -122,7 +127,50 @@ def test_the_preview_shows_the_plans_events(name, table):
     plan = planned(model, len(frame), schema, budget)
     shown = [s.event for s in model.preview(len(frame), schema, budget) if s.event is not None]
     assert shown or name == "private_sampling"  # beyond Theorem 4.1: no event to show
-    assert all(event in [c.event for c in plan.charges] for event in shown)
+    assert all(event in [c.event for c in plan.steps] for event in shown)
+
+
+# what drives each method's time and memory, and a larger value of it than ``quick``'s: a plan
+# priced apart from what runs (an audit's loop of 10^9 iterations was priced at 36 s) is what
+# this catches. The table's rows drive every cost model's time.
+TIME = {"independent": {}, "mst": {"iterations": 400}, "private_sampling": {},
+        # AIM's rounds bound T; how many run waits for its annealing (the data): the model
+        # prices the count its defaults ran, which grew with the columns and the rows
+        "aim": {"iterations": 400, "round_iterations": 80},
+        "gsd": {"rounds": 4, "rows": 400, "mutations": 100, "crossovers": 100},
+        "dpgan": {"epochs": 0.8, "critic_hidden": 64, "generator_batch": 4096,
+                  "components": 128},
+        "dpselect": {"epochs": 0.8, "pool_multiplier": 20, "rounds": 3}}
+MEMORY = {"independent": {"bins": 32}, "mst": {"bins": 32}, "aim": {"max_cells": 10**7},
+          "gsd": {"rows": 400, "elite": 4, "mutations": 100, "random_queries": 20_000},
+          "dpgan": {"components": 128, "critic_hidden": 64, "batch_size": 256,
+                    "generator_batch": 4096, "bins": 32},
+          "dpselect": {"pool_multiplier": 20, "components": 128, "batch_size": 256},
+          "private_sampling": {"m": 200_000, "k": 2000, "bins": 3}}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_time_and_memory_respond_to_what_drives_them(name, table):
+    """Item 6 of issue 50: the recipe's seconds grow with the rows and every parameter that
+    drives the work, its memory with every parameter that drives the large parts (a method
+    without a cost model says so: None). Age is a fraction here, so bins shape it."""
+    frame, schema = table
+    schema = schema.replace_column(replace(schema["age"], integer=False, upper=91.0))
+    assert set(TIME) == set(MEMORY) == set(NAMES)  # every method is listed
+
+    def plan_of(n: int, **params):
+        return planned(quick(name, **params), n, schema, Budget(1.0, 1e-5))
+
+    base = plan_of(len(frame))
+    assert not base.refusals
+    if base.seconds is None:
+        assert not TIME[name]
+    else:
+        assert plan_of(4 * len(frame)).seconds > base.seconds
+    for param, value in TIME[name].items():
+        assert plan_of(len(frame), **{param: value}).seconds > base.seconds, param
+    for param, value in MEMORY[name].items():
+        assert plan_of(len(frame), **{param: value}).memory > base.memory, param
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -138,7 +186,7 @@ def test_a_cancel_leaves_exactly_what_ran(name, table):
             should_stop=lambda: bool(charged)))
     assert not hasattr(model, "schema_")  # unfitted
     ran = model.ledger_
-    assert ran.entries and len(ran.entries) <= len(plan.charges)
+    assert ran.entries and len(ran.entries) <= len(plan.steps)
     within(plan, ran)  # a prefix of the plan, the last entry possibly cut short
     assert ran.total_epsilon <= sum(eps for eps, _ in plan.bounds.values()) * (1 + 1e-9)
 

@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from synth.methods import METHODS
+from synth.methods import METHODS, make
+from synth.privacy.budget import Budget
 
 from .conftest import REPO
 
@@ -55,6 +56,32 @@ def test_the_python_page_example_runs(tmp_path):
                          env={**os.environ, "SYNTH_HOME": str(tmp_path)})
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip()
+
+
+def test_the_architecture_pages_toy_method_keeps_the_method_contract(monkeypatch):
+    """Issue 50: the page adds a method in one file, and the contract suite holds it to every
+    promise the registered methods keep (its ledger is its recipe's steps, a cancel leaves
+    what ran, its release follows the schema, ...), so the walk-through cannot drift."""
+    from tests import test_contract as contract
+
+    example = DOCS / "examples/toy_method.py"
+    assert f'--8<-- "{example.relative_to(REPO)}"' in (DOCS / "architecture.md").read_text()
+    spec = importlib.util.spec_from_file_location("toy_method", example)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    toy = module.NoisyHistograms
+    monkeypatch.setitem(METHODS, toy.name, toy)  # registered, as the page says
+    table = contract.small_table()
+    for check in (contract.test_the_ledger_is_the_plan,
+                  contract.test_with_private_domains_or_units_the_ledger_keeps_within_the_plan,
+                  contract.test_the_preview_shows_the_plans_events,
+                  contract.test_a_cancel_leaves_exactly_what_ran,
+                  contract.test_a_cancel_mid_stage_lands_at_the_next_check_in_every_stage,
+                  contract.test_the_release_follows_the_schema,
+                  contract.test_parameters_stay_as_given_and_a_second_fit_starts_afresh):
+        check(toy.name, table)
+    ledger = make(toy.name).fit(*table, Budget(1.0, 1e-5)).ledger_
+    assert len(ledger.entries) == len(table[1]) and ledger.total_epsilon == pytest.approx(1.0)
 
 
 def test_every_method_has_a_page_with_its_declared_parameters():

@@ -8,7 +8,6 @@ import pytest
 
 from synth.errors import BudgetError
 from synth.methods import make
-from synth.plan import plan
 from synth.privacy.audit import epsilon_lower_bound, event_counts
 from synth.privacy.budget import Budget, Ledger
 from synth.privacy.domains import (
@@ -149,7 +148,7 @@ def test_a_plan_refuses_bounds_that_would_be_noise_and_doubts_lossy_ones():
     model = make("independent")
 
     def planned(rows: int, epsilon: float):
-        return plan(model, Population(rows, rows), schema,
+        return model.plan(Population(rows, rows), schema,
                     model.budget_for(Budget(epsilon, 1e-7), schema))
 
     refused = planned(400, 0.05)

@@ -16,7 +16,7 @@ from synth.encoding import Space
 from synth.errors import BudgetError, Cancelled
 from synth.methods import FitContext, Progress, make
 from synth.methods.dpselect import measure
-from synth.methods.dpselect.measure import measure_and_weight
+from synth.methods.dpselect.measure import Measured, measure_and_weight, measure_plan
 from synth.privacy.audit import epsilon_lower_bound, event_counts
 from synth.privacy.budget import Budget, Ledger
 from synth.privacy.composition import zcdp_to_dp
@@ -61,12 +61,13 @@ def test_the_ledger_holds_exactly_the_planned_events(sample):
     louder = [Gaussian(g.sigma / math.sqrt(1.01), g.sensitivity) for g in gaussians]
     assert zcdp_events_epsilon(picks + louder, delta) > eps  # 1 % more ρ would overspend
     assert model.ledger_.total_epsilon <= 2.0 + 1e-9
-    # what the steward read: each pick's event, and σ of the widest workload (5 levels)
-    assert [type(s.event) for s in preview] == [Exponential, Gaussian]
-    assert all(p == preview[0].event for p in picks)
-    assert preview[1].event.sigma == pytest.approx(
+    # what the steward read, in the order charged: σ of the widest workload (5 levels), and
+    # each pick's event
+    assert [type(s.event) for s in preview] == [Gaussian, Exponential]
+    assert all(p == preview[1].event for p in picks)
+    assert preview[0].event.sigma == pytest.approx(
         math.sqrt(10) / n / math.sqrt(2 * rho))
-    assert all(g.sigma <= preview[1].event.sigma * (1 + 1e-12) for g in gaussians)
+    assert all(g.sigma <= preview[0].event.sigma * (1 + 1e-12) for g in gaussians)
     assert model.selector_.measured_[:d] == [f"1-way: {c}" for c in schema.names]
     assert all(schema.target in label for label in model.selector_.measured_[d:up])
     assert len(set(model.selector_.measured_)) == up + 4  # no marginal measured twice
@@ -221,6 +222,15 @@ def best_fit_loss(schema: Schema, private: pd.DataFrame, pool: pd.DataFrame
     return best.fun, loss(np.full(m, 1 / m)), loss
 
 
+def weigh(ledger: Ledger, schema: Schema, private: pd.DataFrame, pool: pd.DataFrame,
+          population: Population, rounds: int | None, rng: np.random.Generator) -> Measured:
+    """The engine on the ledger's whole selection share, planned as its recipe plans it."""
+    planned = measure_plan(population, schema, *ledger.budget.allowance("select"), rounds,
+                           "select")
+    return measure_and_weight(ledger, "select", schema, private, pool, population, planned,
+                              rng)
+
+
 def test_at_huge_epsilon_the_weights_reach_the_pools_best_fit(monkeypatch):
     """With noise near zero and every marginal measured, the weighted pool (the GAN's rows
     and the support rows) fits the true marginals as well as any weighting of that pool can
@@ -230,7 +240,7 @@ def test_at_huge_epsilon_the_weights_reach_the_pools_best_fit(monkeypatch):
     ledger = Ledger(Budget(1e4, 1e-5, {"select": 1.0}), {"select": "zcdp"})
     n = len(private)
     monkeypatch.setattr(measure, "FINAL_STEPS", 3000)  # run the last fit to convergence
-    result = measure_and_weight(ledger, "select", schema, private, pool,
+    result = weigh(ledger, schema, private, pool,
                                 Population(n, n), rounds=6, rng=np.random.default_rng(0))
     assert len(result.picked) == 10  # 4 columns, 3 categorical pairs and 3 pairs with x
     assert len(result.pool) == 2 * len(pool)
@@ -244,7 +254,7 @@ def test_units_scale_the_noise_by_k_and_count_over_n_hat():
     private, schema = small_table()
     ledger = Ledger(Budget(1.0, 1e-5, {"select": 1.0}), {"select": "zcdp"})
     population = Population(400, 150, 3)  # n̂ = 400 rows from 150 units of ≤ 3 rows
-    measure_and_weight(ledger, "select", schema, private, private.iloc[:50], population,
+    weigh(ledger, schema, private, private.iloc[:50], population,
                        rounds=2, rng=np.random.default_rng(0))
     picks = [e.event for e in ledger.entries if isinstance(e.event, Exponential)]
     gaussians = [e.event for e in ledger.entries if isinstance(e.event, Gaussian)]
@@ -263,7 +273,7 @@ def test_too_small_a_budget_is_refused_before_anything_is_spent():
     private, schema = small_table(20)
     ledger = Ledger(Budget(1e-3, 1e-9, {"select": 1.0}), {"select": "zcdp"})
     with pytest.raises(BudgetError, match="too small"):
-        measure_and_weight(ledger, "select", schema, private, private, Population(20, 20),
+        weigh(ledger, schema, private, private, Population(20, 20),
                            rounds=2, rng=np.random.default_rng(0))
     assert ledger.entries == []
 
@@ -291,7 +301,7 @@ def audit(trials: int) -> tuple[float, float]:
 
     def release(table):
         ledger = Ledger(Budget(budget, 1e-5, {"select": 1.0}), {"select": "zcdp"})
-        result = measure_and_weight(ledger, "select", schema, table, pool, Population(10, 10),
+        result = weigh(ledger, schema, table, pool, Population(10, 10),
                                     rounds=1, rng=np.random.default_rng(0))
         return result.answers[0][0], ledger.entries[0].event
 

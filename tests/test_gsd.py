@@ -107,7 +107,6 @@ def test_narrowest_bounds_what_build_makes_from_below(small):
 def test_the_plan_refuses_noise_over_every_answers_range_as_the_fit_does(small):
     """Issue 34: a GSD run whose quietest measurement's σ exceeds [0, 1] is refused by the
     plan, from the public row count, before Run; the fit refuses it in the same words."""
-    from synth.plan import plan
     from synth.privacy.unit import Population, PrivacyUnit
 
     frame, schema = small
@@ -115,7 +114,7 @@ def test_the_plan_refuses_noise_over_every_answers_range_as_the_fit_does(small):
     model = make("gsd", {"max_generations": 50})
     for eps in (0.01, 0.05, 1.0):
         budget = model.budget_for(Budget(eps, 1e-5), schema)
-        planned = plan(model, Population.of(len(tiny), PrivacyUnit()), schema, budget)
+        planned = model.plan(Population.of(len(tiny), PrivacyUnit()), schema, budget)
         try:
             make("gsd", {"max_generations": 50}).fit(tiny, schema, Budget(eps, 1e-5))
             refused = ""

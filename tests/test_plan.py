@@ -13,7 +13,6 @@ from streamlit.testing.v1 import AppTest
 from synth.account import Store, TableAccount
 from synth.errors import BudgetError, ParameterError
 from synth.methods import make
-from synth.plan import plan
 from synth.privacy.budget import Budget
 from synth.privacy.unit import Population, PrivacyUnit
 from synth.runs import run, split
@@ -63,16 +62,16 @@ def test_the_refusal_names_a_domain_share_that_would_do():
     people = Population(5000, 5000)
     model = make("independent")
     budget = model.budget_for(Budget(1.0, 1e-5), schema)
-    refused = plan(model, people, schema, budget)
+    refused = model.plan(people, schema, budget)
     share = float(re.search(r"give the domain share ([\d.]+) of ε or more",
                             str(refused.refusals[0]))[1])
     advised = model.budget_for(Budget(1.0, 1e-5, {"domain": share, "measure": 1 - share}),
                                schema)
     assert share > budget.shares["domain"]
-    assert not plan(model, people, schema, advised).refusals
+    assert not model.plan(people, schema, advised).refusals
     assert round(share / 0.05, 6).is_integer()  # a value the app's slider can hold
     public = schema.declare_public(schema.names)  # or public bounds: nothing to learn
-    assert not plan(model, people, public, model.budget_for(Budget(1.0, 1e-5), public)).refusals
+    assert not model.plan(people, public, model.budget_for(Budget(1.0, 1e-5), public)).refusals
 
 
 def test_the_advice_for_a_small_loss_succeeds_on_negatives_and_long_tails():
@@ -84,7 +83,7 @@ def test_the_advice_for_a_small_loss_succeeds_on_negatives_and_long_tails():
     schema = infer_schema(table, target="churn").confirm()
     private, _ = split(table, schema)
     model = make("independent")
-    refused = str(plan(model, Population(len(private), len(private)), schema,
+    refused = str(model.plan(Population(len(private), len(private)), schema,
                        model.budget_for(Budget(1.0, 1e-5), schema)).refusals[0])
     advice = re.search(r"\((raise ε to|give the domain share) ([\d.]+) .*the loss under",
                        refused)
@@ -101,7 +100,7 @@ def test_a_run_whose_success_depends_on_the_data_says_so_first():
     schema = infer_schema(customers(), target="churn").confirm()
     model = make("independent")
     budget = model.budget_for(Budget(1.0, 1e-5, {"domain": 0.5, "measure": 0.5}), schema)
-    said = plan(model, Population(5000, 5000), schema, budget)
+    said = model.plan(Population(5000, 5000), schema, budget)
     assert not said.refusals and any("a bound may cut off up to" in d for d in said.doubts)
 
 
@@ -112,8 +111,8 @@ def test_units_bound_the_rows_a_plan_may_count():
     unit = PrivacyUnit("person", 3)
     budget = model.budget_for(Budget(1.0, 1e-5, {"domain": 0.5, "rows": 0.05,
                                                  "measure": 0.45}, unit), schema)
-    few = plan(model, Population(300, 300, 3), schema, budget)
-    many = plan(model, Population(900, 300, 3), schema, budget)
+    few = model.plan(Population(300, 300, 3), schema, budget)
+    many = model.plan(Population(900, 300, 3), schema, budget)
     # the same U and k: the same plan, however many rows bounding kept
     assert list(map(str, few.refusals)) == list(map(str, many.refusals)) and few.refusals
     assert "of the 900 rows" in str(few.refusals[0])
@@ -134,7 +133,7 @@ def test_a_gaussian_stage_with_delta_zero_is_refused_in_the_plan():
     schema = schema.declare_public(schema.names)
     for method in ("independent", "gsd", "dpgan"):
         model = make(method)
-        planned = plan(model, Population(200, 200), schema,
+        planned = model.plan(Population(200, 200), schema,
                        model.budget_for(Budget(1.0, 0.0), schema))
         assert any("needs δ > 0" in str(r) for r in planned.refusals), method
 
@@ -244,7 +243,7 @@ def test_rules_and_refusals_see_only_the_public_population():
     refusal). Every rule, memory model and refusal now sees k·U in their place."""
     from synth.methods.independent import IndependentMarginals
 
-    seen = []
+    seen, made = [], []
 
     class Watched(IndependentMarginals):
         def _check_rules(self, values, population, schema):
@@ -254,13 +253,9 @@ def test_rules_and_refusals_see_only_the_public_population():
             seen.append(population)
             return super()._memory(values, population, schema)
 
-        def _charges(self, population, schema, budget):
-            seen.append(population)
-            return super()._charges(population, schema, budget)
-
-        def _duration(self, population, schema, budget):
-            seen.append(population)
-            return None
+        def _recipe(self, population, schema, budget):
+            made.append(population)
+            return super()._recipe(population, schema, budget)
 
     rng = np.random.default_rng(3)
     people = np.repeat(np.arange(200), rng.integers(1, 4, 200))  # 1 to 3 rows each
@@ -268,9 +263,11 @@ def test_rules_and_refusals_see_only_the_public_population():
     schema = infer_schema(table[["c"]]).confirm()
     schema = schema.declare_public(schema.names)
     unit = PrivacyUnit("person", 2)
-    Watched().fit(table, schema, Budget(1.0, 1e-5, unit=unit))
+    fitted = Watched().fit(table, schema, Budget(1.0, 1e-5, unit=unit))
     assert seen and all(p.rows == 200 * 2 and p.units == 200 for p in seen), seen
+    # the plan's recipe at k·U; the fit's at n̂, the row count's DP estimate, and no rule
+    assert made == [Population(400, 200, 2), fitted.population_], made
     gsd = make("gsd")  # neighbours that differ only in the rows kept plan alike
     budget = gsd.budget_for(Budget(1.0, 1e-5, unit=unit), schema)
-    assert len({str(plan(gsd, Population(n, 200, 2), schema, budget))
+    assert len({str(gsd.plan(Population(n, 200, 2), schema, budget))
                 for n in (300, 301, 400)}) == 1

@@ -4,6 +4,7 @@ import json
 
 from synth.methods import FitContext, make
 from synth.privacy.budget import Budget
+from synth.privacy.unit import Population
 
 
 def fitted(name: str, sample, **params):
@@ -32,7 +33,12 @@ def test_preview_reads_no_data_and_covers_learned_domains(sample):
 
 
 def test_impossible_settings_say_so_before_running(sample):
+    """A Gaussian stage with δ = 0: the plan refuses it once, and the preview shows no noise
+    for a mechanism that cannot run."""
     table, schema = sample
     model = make("independent")
     zero_delta = Budget(1.0, 0.0, model.default_shares(schema))
-    assert "impossible" in model.preview(len(table), schema, zero_delta)[0].scale
+    refused = model.plan(Population(len(table), len(table)), schema,
+                         model.budget_for(zero_delta, schema))
+    assert len(refused.refusals) == 1 and "δ" in str(refused.refusals[0])
+    assert model.preview(len(table), schema, zero_delta) == []

@@ -12,6 +12,7 @@ from synth.errors import BudgetError, ParameterError
 from synth.methods import FitContext, make
 from synth.plots import ledger_chart
 from synth.privacy.budget import Budget, Ledger, epsilon_text
+from synth.privacy.unit import Population
 from synth.schema import CATEGORICAL, Column, Schema
 
 
@@ -40,8 +41,10 @@ def test_refuses_when_theorem_4_1_does_not_cover_k(small):
     table, schema = small
     with pytest.raises(BudgetError, match=r"Theorem 4.1 allows at most k = .* no DP guarantee"):
         fit(table, schema)
-    preview = make("private_sampling").preview(3000, schema, Budget(1.0, 0.0, {"sample": 1}))
-    assert "no DP guarantee" in preview[0].meaning
+    model = make("private_sampling")  # the plan says so before anything is read
+    planned = model.plan(Population(3000, 3000), schema,
+                         model.budget_for(Budget(1.0, 0.0, {"sample": 1}), schema))
+    assert "no DP guarantee" in str(planned.refusals[0])
 
 
 def test_a_demonstration_run_says_no_guarantee(small):

@@ -38,14 +38,14 @@ import pandas as pd
 
 from synth.data import figure
 from synth.encoding import BINS, EXACT_INTEGERS, Discretizer, column_widths, finalize
-from synth.errors import BudgetError, ParameterError
+from synth.errors import ParameterError
 from synth.marginals import check_audible, count, marginal, measure, measurement_event, select
-from synth.methods.base import FitContext, NoiseScale, Synthesizer
+from synth.methods.base import FitContext, Synthesizer
 from synth.methods.pgm import Measurement, Model, draw_seconds
-from synth.plan import Charge
+from synth.plan import Recipe, Step
 from synth.privacy.accounting import zcdp_rho
 from synth.privacy.budget import Budget
-from synth.privacy.events import Exponential, Gaussian, describe, histogram_l1, histogram_l2
+from synth.privacy.events import Exponential, describe, histogram_l1, histogram_l2
 from synth.privacy.unit import Population
 from synth.schema import Schema
 from synth.source import Chunks
@@ -124,16 +124,6 @@ class AIM(Synthesizer):
         self.bins = bins
         self.exact_integers = exact_integers
 
-    # ---- the plan: a bound --------------------------------------------------------------
-
-    def _first(self, population: Population, schema: Schema, budget: Budget
-               ) -> tuple[float, Gaussian, float]:
-        """(ρ of the stage, the 1-way measurement, ρ of a round before annealing)."""
-        d, k = len(schema), population.max_rows
-        rho = zcdp_rho(*budget.allowance(MEASURE), MEASURE)
-        per_round = rho / (int(self.rounds) * d)
-        return rho, measurement_event(histogram_l2(d, k), ALPHA * per_round * d), per_round
-
     def _check_rules(self, values: dict, population: Population | None,
                      schema: Schema | None) -> None:
         if schema is not None and len(schema) < 2:
@@ -151,53 +141,46 @@ class AIM(Synthesizer):
         cells = sum(math.prod(widths[j] for j in c) for c in chosen)
         return {"max_cells": model, "candidates counted": 8 * cells}
 
-    def _charges(self, population: Population, schema: Schema, budget: Budget
-                 ) -> list[Charge]:
+    def _recipe(self, population: Population, schema: Schema, budget: Budget) -> Recipe:
         """The 1-way measurement, then rounds whose number waits for the data: the stage's
         share bounds them. Refused when the 1-way noise (in counts) exceeds the n rows
-        themselves: the rounds could not steer anything either."""
-        one_way = self._first(population, schema, budget)[1]
-        check_audible(one_way.sigma / population.rows, budget.allowance(MEASURE)[0])
-        return [Charge(MEASURE, one_way),
-                Charge(MEASURE, None, exact=False, waits="AIM's annealing (how many rounds "
-                                                         "depends on the data)")]
+        themselves: the rounds could not steer anything either. Its settings: ρ of the
+        stage, the 1-way measurement, ρ of a round before annealing.
 
-    def _duration(self, population: Population, schema: Schema, budget: Budget) -> float:
-        """Rounds of select, measure and a 50-step refit, about as many as the columns and
-        more as the answers sharpen with n, then the final estimation and the draw. On 2
-        cores (benchmarks/progress.py) the rounds took 27 s on the census sample (13
+        Time: rounds of select, measure and a 50-step refit, about as many as the columns
+        and more as the answers sharpen with n, then the final estimation and the draw. On
+        2 cores (benchmarks/progress.py) the rounds took 27 s on the census sample (13
         columns), 11 s on the panel (7), and 45 and 96 s on the flights (26 model-space
         columns) over 20,000 and 300,000 rows: 0.3 s a column times n^0.2. The final
         estimation reuses the rounds' compiled steps (0.1 s measured); it is priced at 2.5 s
         a thousand steps, so that a loop of many more is priced as what it would take."""
-        d, n = len(schema), population.rows
-        return (1.0 + 2.5 * int(self.iterations) / 1000 + 4e-7 * n * d
-                + 0.3 * d * n ** 0.2 * int(self.round_iterations) / 50 + draw_seconds(n, d))
-
-    def _preview(self, population: Population, schema: Schema, budget: Budget
-                 ) -> list[NoiseScale]:
-        try:
-            rho, one_way, per_round = self._first(population, schema, budget)
-        except (BudgetError, ParameterError) as exc:
-            return [NoiseScale(MEASURE, "Gaussian", "impossible", str(exc))]
-        k = population.max_rows
+        d, n, k = len(schema), population.rows, population.max_rows
+        rho = zcdp_rho(*budget.allowance(MEASURE), MEASURE)
+        per_round = rho / (self.rounds * d)
+        one_way = measurement_event(histogram_l2(d, k), ALPHA * per_round * d)
+        check_audible(one_way.sigma / n, budget.allowance(MEASURE)[0])
         first = measurement_event(histogram_l2(1, k), ALPHA * per_round)
-        return [
-            NoiseScale(MEASURE, "Gaussian, zCDP", describe(one_way),
-                       f"every column's counts within ±{figure(one_way.sigma)} rows (1 σ)",
-                       one_way),
-            NoiseScale(MEASURE, "exponential + Gaussian, zCDP, adaptive", describe(first),
-                       f"rounds measure marginals within ±{figure(first.sigma)} rows (1 σ) at "
-                       "first, halving the noise whenever the model stops improving, until "
-                       f"ρ = {rho:.3g} is spent (how many rounds depends on the data)")]
+        return Recipe((
+            Step(MEASURE, one_way, mechanism="Gaussian, zCDP",
+                 meaning=f"every column's counts within ±{figure(one_way.sigma)} rows (1 σ)"),
+            Step(MEASURE, None, exact=False,
+                 waits="AIM's annealing (how many rounds depends on the data)",
+                 mechanism="exponential + Gaussian, zCDP, adaptive", scale=describe(first),
+                 meaning=f"rounds measure marginals within ±{figure(first.sigma)} rows (1 σ) "
+                         "at first, halving the noise whenever the model stops improving, "
+                         f"until ρ = {rho:.3g} is spent (how many rounds depends on the "
+                         "data)")),
+            {"rho": rho, "one_way": one_way, "per_round": per_round},
+            seconds=1.0 + 2.5 * self.iterations / 1000 + 4e-7 * n * d
+            + 0.3 * d * n ** 0.2 * self.round_iterations / 50 + draw_seconds(n, d))
 
     # ---- the fit ----------------------------------------------------------------------
 
-    def _fit(self, data: Chunks, schema: Schema, ctx: FitContext) -> None:
-        disc = Discretizer(schema, bins=int(self.bins), exact_integers=int(self.exact_integers))
+    def _fit(self, data: Chunks, schema: Schema, recipe: Recipe, ctx: FitContext) -> None:
+        disc = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
         sizes, d, k = disc.sizes, len(schema), self.population_.max_rows
-        rho, one_way, per_round = self._first(self.population_, schema, self.ledger_.budget)
-        chosen, weights = candidates(d, int(self.degree))
+        rho, one_way, per_round = recipe["rho"], recipe["one_way"], recipe["per_round"]
+        chosen, weights = candidates(d, self.degree)
 
         def counter(frame: pd.DataFrame) -> list[np.ndarray]:
             codes = disc.codes(frame)
@@ -212,7 +195,7 @@ class AIM(Synthesizer):
         model = Model(sizes, self.population_.rows)
 
         def refit() -> None:  # a round's refit: no bar of its own, the round's beating
-            ctx.wait(lambda: model.estimate(measured, int(self.round_iterations),
+            ctx.wait(lambda: model.estimate(measured, self.round_iterations,
                                             lambda done, steps: ctx.check()))
 
         refit()
@@ -225,7 +208,7 @@ class AIM(Synthesizer):
             left = rho - used
             if left <= 2 * (rho_measure + rho_select):  # the last round takes what is left
                 rho_measure, rho_select = ALPHA * left, left - ALPHA * left
-            limit = used / rho * int(self.max_cells)
+            limit = used / rho * self.max_cells
             cliques = [m.columns for m in measured]
             fits = [i for i, c in enumerate(chosen) if ctx.beat() or c in cliques
                     or model.size([*cliques, c]) <= limit]
@@ -248,9 +231,9 @@ class AIM(Synthesizer):
                 rho_measure, rho_select = 4 * rho_measure, 4 * rho_select  # σ/2, 2ε
             ctx.progress(MEASURE, t, None, budget_spent=min(used / rho, 1.0),
                          sigma=gauge.sigma)
-        ctx.stage(ESTIMATE, int(self.iterations), "fitting the final graphical model "
+        ctx.stage(ESTIMATE, self.iterations, "fitting the final graphical model "
                                                   "(post-processing)")
-        ctx.wait(lambda: model.estimate(measured, int(self.iterations),
+        ctx.wait(lambda: model.estimate(measured, self.iterations,
                                         partial(ctx.progress, ESTIMATE)))
         self.model_, self.discretizer_, self.rounds_ = model, disc, t
 

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from synth import missing
-from synth.data import figure, human_bytes, up_to
+from synth.data import human_bytes
 from synth.dates import released
 from synth.encoding import rounded
 from synth.errors import (
@@ -34,18 +34,9 @@ from synth.errors import (
     check_int,
     is_number,
 )
-from synth.plan import Charge, open_ledger, plan, priced
+from synth.plan import NoiseScale, Plan, Recipe, open_ledger, plan, priced
 from synth.privacy.budget import ALL, Budget, LedgerEntry
-from synth.privacy.domains import (
-    BLANKS_SCALES,
-    DOMAIN,
-    bounds_loss,
-    column_events,
-    default_share,
-    learn_domains,
-)
-from synth.privacy.events import Event as PrivacyEvent
-from synth.privacy.events import describe
+from synth.privacy.domains import DOMAIN, default_share, learn_domains
 from synth.privacy.unit import (
     ROWS,
     ROWS_SHARE,
@@ -94,18 +85,6 @@ class Spent:
 
 
 Event = StageStarted | Progress | Spent
-
-
-@dataclass(frozen=True)
-class NoiseScale:
-    """What one stage's mechanism will do, worked out before any data is read: from the
-    public schema, the row count (public in our privacy model) and the budget only."""
-
-    stage: str
-    mechanism: str
-    scale: str  # the planned event's parameters, formatted (describe(event))
-    meaning: str  # what it does to the result, in words
-    event: PrivacyEvent | None = None  # the very event the fit will charge, where one is fixed
 
 
 @dataclass
@@ -251,13 +230,15 @@ class Synthesizer:
 
     ``fit(table, schema, budget, ctx)`` spends at most ``budget`` and leaves the fitted
     state: ``ledger_`` (every charge, each made before its mechanism ran), ``plan_`` (what the
-    fit was allowed to charge), ``schema_`` (the released schema: declared domains plus the
-    learned ones), ``timings_`` and ``n_rows_``. ``sample(n)`` is post-processing and spends
-    nothing. ``preview(n, schema, budget)`` shows the noise every stage would use without
+    fit was allowed to charge, and the method's recipe), ``schema_`` (the released schema:
+    declared domains plus the learned ones), ``timings_`` and ``n_rows_``. ``sample(n)`` is
+    post-processing and spends nothing. ``plan(population, schema, budget)`` says what a fit
+    would do, and ``preview(n, schema, budget)`` the noise every stage would use, without
     reading any data.
 
-    Subclasses set the class attributes below and implement ``_charges``, ``_fit`` and
-    ``_sample`` (see the architecture page of the documentation)."""
+    Subclasses set the class attributes below and implement ``_recipe`` (what a fit will do,
+    from public facts), ``_fit`` (doing it) and ``_sample`` (see the architecture page of the
+    documentation)."""
 
     name: ClassVar[str]
     title: ClassVar[str]
@@ -380,33 +361,34 @@ class Synthesizer:
                         f"change that split, not share.{stage}")
         return budget if budget.delta_shares is not None else budget.pure(pure)
 
+    def recipe(self, population: Population, schema: Schema, budget: Budget) -> Recipe:
+        """What a fit on ``population`` would do (:class:`~synth.plan.Recipe`), from public
+        facts only: the model-space ``schema`` (domains still to learn priced at their most,
+        :func:`~synth.plan.priced`) and ``budget``, the method's split. The parameters are
+        checked first; the hook reads them as plain values. Raises a :class:`SynthError` for
+        a run that cannot succeed."""
+        values = self.check_params(population, schema)
+        with self._plain(values):
+            made = self._recipe(population, schema, budget)
+        return replace(made, memory=self._memory(values, population, schema))
+
+    def plan(self, population: Population, schema: Schema, budget: Budget) -> Plan:
+        """The run's :class:`~synth.plan.Plan` on the public ``population`` and the working
+        ``schema`` (private domains not yet learned), under ``budget`` as
+        :meth:`budget_for` splits it."""
+        return plan(self.recipe, self.accountants, population, schema, budget)
+
     def preview(self, n: int | Population, schema: Schema, budget: Budget
                 ) -> list[NoiseScale]:
         """The noise every stage would use for an ``n``-row table (or a :class:`Population`
-        of units): no data is read, so the trade-offs of a budget split can be shown before
-        anything is spent. With more than one row per unit the public k·U stands for the
-        fit's private estimate n̂ (the rows bounding keeps are private)."""
+        of units): the plan's steps in words, so the trade-offs of a budget split can be
+        shown before anything is spent. With more than one row per unit the public k·U
+        stands for the fit's private estimate n̂ (the rows bounding keeps are private)."""
         check_schema(schema)
         budget = self.budget_for(budget, schema)
         population = Population.of(n, budget.unit).public()
-        space = priced(schema, budget, population)
-        self.check_params(population, space)
-        scales = []
-        if budget.unit.max_rows > 1:
-            scales.append(rows_preview(population, *budget.allowance(ROWS)))
-        if schema.to_learn and DOMAIN in budget.shares:
-            scales.append(domain_preview(schema, *budget.allowance(DOMAIN), population))
-        return scales + self._preview(population, space, budget)
-
-    def _preview(self, population: Population, schema: Schema, budget: Budget
-                 ) -> list[NoiseScale]:
-        return []
-
-    def _duration(self, population: Population, schema: Schema, budget: Budget
-                  ) -> float | None:
-        """Seconds a fit should take on 2 cores (the benchmarks' machine), from public facts
-        only, for the plan; None where the method has no cost model."""
-        return None
+        self.check_params(population, priced(schema, budget, population))
+        return list(self.plan(population, schema, budget).scales)
 
     def fit(self, table: pd.DataFrame | TableFile, schema: Schema, budget: Budget,
             ctx: FitContext | None = None) -> Synthesizer:
@@ -439,10 +421,16 @@ class Synthesizer:
             self.population_ = population  # public: n (or n̂), U, k
             self.n_rows_ = population.rows  # the public n: no row is dropped but by bounding
             self._units = units  # each row's unit, for DP-SGD over units; never kept
+            space = missing.model_schema(schema)
+            # the plan's recipe, or one made at the facts the plan stood in for (n̂, the
+            # learned domains: DP outputs; the rules saw the public ones): the fit reads it
+            # and works none of it out again
+            recipe = self.plan_.recipe if population.max_rows == 1 and not read_once \
+                else self._recipe(population, space, self.ledger_.budget)
             try:
                 # the file is read as the steward declared it (the release drops its formats)
-                self._fit(self._encode(data, file, learned, checked=read_once),
-                          missing.model_schema(schema), ctx)
+                self._fit(self._encode(data, file, learned, checked=read_once), space,
+                          recipe, ctx)
             finally:
                 del self._units
         ctx.finish()
@@ -456,7 +444,7 @@ class Synthesizer:
         check_schema(schema)
         schema.check_declared()
         budget = self.budget_for(budget, schema)
-        self.ledger_ = open_ledger(self, budget, on_spend=lambda e: ctx.emit(
+        self.ledger_ = open_ledger(self.accountants, budget, on_spend=lambda e: ctx.emit(
             Spent(e, self.ledger_.total_epsilon, self.ledger_.total_delta)))
         self.rng_ = np.random.default_rng(ctx.postprocessing_seed)  # post-processing only
         if budget.unit.column in schema.names:
@@ -510,7 +498,7 @@ class Synthesizer:
     def _check_plan(self, population: Population, schema: Schema, budget: Budget) -> None:
         """The plan's refusals (public facts only) before the first charge; from then on the
         ledger refuses any charge the plan does not hold."""
-        self.plan_ = plan(self, population, schema, budget)
+        self.plan_ = self.plan(population, schema, budget)
         self.plan_.check()
         self.ledger_.guard = self.plan_.guard
 
@@ -558,19 +546,13 @@ class Synthesizer:
             return Chunks.of_frame(missing.encode(data, schema))
         return missing.encode(data, schema)
 
-    def _charges(self, population: Population, schema: Schema, budget: Budget
-                 ) -> list[Charge]:
-        """The events the method's own stages will charge, in order, from public facts only
-        (the model-space ``schema``, whose domains may still be private): exactly, or as
-        bounds where they wait for a private choice or fact (see :class:`synth.plan.Charge`).
-        Raises a :class:`SynthError` for a run that cannot succeed: :func:`synth.plan.plan`
-        refuses it before the first charge."""
+    def _recipe(self, population: Population, schema: Schema, budget: Budget) -> Recipe:
+        """The method's :class:`~synth.plan.Recipe` from public facts only (the model-space
+        ``schema``, whose domains may still be private; the parameters as plain values):
+        its steps exactly, or as bounds where they wait for a private choice or fact, the
+        settings its ``_fit`` reads, and its time. Raises a :class:`SynthError` for a run
+        that cannot succeed: :func:`synth.plan.plan` refuses it before the first charge."""
         raise NotImplementedError
-
-    def _unbounded(self, population: Population, schema: Schema, budget: Budget) -> str:
-        """Why the run may end without a DP guarantee ("" when it cannot): such a run is
-        refused under a lifetime limit and recorded as unbounded before it runs."""
-        return ""
 
     def _memory(self, values: dict[str, Any], population: Population | None,
                 schema: Schema | None) -> dict[str, int]:
@@ -590,8 +572,10 @@ class Synthesizer:
         frame = missing.decode(self._sample(n, rng), self.schema_, rng)
         return released(rounded(frame, self.schema_), self.schema_)
 
-    def _fit(self, data: pd.DataFrame | Chunks, schema: Schema, ctx: FitContext) -> None:
-        """Learn from ``data``, the table in model space (Chunks when ``streams``)."""
+    def _fit(self, data: pd.DataFrame | Chunks, schema: Schema, recipe: Recipe,
+             ctx: FitContext) -> None:
+        """Learn from ``data``, the table in model space (Chunks when ``streams``), as
+        ``recipe`` says: the one :meth:`_recipe` made for the fit's facts."""
         raise NotImplementedError
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
@@ -640,58 +624,3 @@ def resample(size: int, n: int, rng: np.random.Generator) -> np.ndarray:
     otherwise every row as often as possible and a random subset for the rest."""
     return np.concatenate([rng.permutation(size) for _ in range(-(-n // size))])[:n]
 
-
-def rows_preview(population: Population, epsilon: float, delta: float) -> NoiseScale:
-    """Noise of estimating the row count after bounding (see :mod:`synth.privacy.unit`)."""
-    event = rows_event(epsilon, population.max_rows)
-    return NoiseScale(
-        ROWS, "Laplace count", describe(event),
-        f"the {population.units:,} units keep up to {population.max_rows} rows each; their "
-        f"row count, which sets the release's size and every fraction's denominator, is "
-        f"estimated within ±{figure(event.scale * math.sqrt(2))} rows (1 σ), "
-        f"{event.scale * math.sqrt(2) / population.rows:.2%} of the most they may keep, "
-        f"{population.rows:,}",
-        event)
-
-
-def domain_preview(schema: Schema, epsilon: float, delta: float, population: Population
-                   ) -> NoiseScale:
-    """Noise of learning the data-derived domains and blanks (see
-    :mod:`synth.privacy.domains`): how many rows a category needs to be kept, how much of
-    the table a learned bound may cut off, how many blanks a column needs for any to be
-    released, from public facts only."""
-    todo = schema.to_learn
-    k, rows = population.max_rows, population.units * population.max_rows
-    plans = column_events(schema, epsilon, delta, rows, k)
-    said = []
-    if any(c.kind == CATEGORICAL for c in todo):
-        kept = [p.categories.threshold for p in plans.values() if p.categories]
-        keep = f"{max(kept):,.0f}" if kept else "∞ (δ = 0)"
-        said.append(f"a category needs about {keep} rows to be kept, rarer ones fold into "
-                    "'other'")
-    bounded = [c for c in todo if plans[c.name].bounds is not None]
-    if bounded:
-        worst = max(bounds_loss(plans[c.name].bounds, rows, c.integer,
-                                missing=c.missing == "indicator") for c in bounded)
-        said.append(f"a learned bound may cut off {up_to(worst)} of the rows at each end "
-                    "on a tail as heavy as a flight delay's (95 % of draws), less on lighter "
-                    "ones")
-    blanks = [plans[c.name].blanks for c in todo if plans[c.name].blanks is not None]
-    if blanks:
-        most = max(BLANKS_SCALES * e.scale for e in blanks)
-        said.append(f"a column may have blanks in the release only if its noisy count of "
-                    f"them clears about {most:,.0f}")
-    events = [e for plan in plans.values() for e in plan.events]
-    if not events:  # every item a blank count that could not tell blanks from none
-        return NoiseScale(DOMAIN, "none", "none",
-                          f"nothing is learned: the blank counts of {len(todo)} columns are "
-                          f"not made at ε = {epsilon:.3g}, and this share goes unspent")
-    learned = [c for c in todo if plans[c.name].events]
-    return NoiseScale(
-        DOMAIN, "; ".join(dict.fromkeys(
-            "thresholded Laplace counts" if c.kind == CATEGORICAL else
-            "exponential mechanisms over a fixed grid" if plans[c.name].bounds else
-            "Laplace counts" for c in learned)),
-        "; ".join(dict.fromkeys(describe(e) for e in events)),
-        f"{len(learned)} columns' domains or blank counts share ε = {epsilon:.3g}: "
-        + "; ".join(said))

@@ -18,13 +18,12 @@ import numpy as np
 import pandas as pd
 
 from synth.encoding import BINS, EXACT_INTEGERS, Discretizer, finalize, model_width
-from synth.errors import BudgetError
 from synth.marginals import count, marginal, measure, measurement_event
-from synth.methods.base import FitContext, NoiseScale, Synthesizer
-from synth.plan import Charge
+from synth.methods.base import FitContext, Synthesizer
+from synth.plan import Recipe, Step
 from synth.privacy.accounting import zcdp_rho
 from synth.privacy.budget import Budget
-from synth.privacy.events import Gaussian, describe, histogram_l2
+from synth.privacy.events import histogram_l2
 from synth.privacy.unit import Population
 from synth.schema import Schema
 from synth.source import Chunks
@@ -71,17 +70,32 @@ class IndependentMarginals(Synthesizer):
             schema, values["bins"], values["exact_integers"])
         return {"bins": 32 * width}
 
-    def _fit(self, data: Chunks, schema: Schema, ctx: FitContext) -> None:
-        self.discretizer_ = Discretizer(schema, bins=int(self.bins),
-                                        exact_integers=int(self.exact_integers))
+    def _recipe(self, population: Population, schema: Schema, budget: Budget) -> Recipe:
+        """One Gaussian measurement of every column's stacked histogram, costing the stage's
+        (ε, δ); one pass over the table: 0.5 s, and 0.3 s a million cells on 2 cores
+        (benchmarks/progress.py: 300,000 rows × 26 model-space columns in 2 s)."""
+        n = population.rows
+        event = measurement_event(histogram_l2(len(schema), population.max_rows),
+                                  zcdp_rho(*budget.allowance(MEASURE), MEASURE))
+        ratio = event.sigma / (0.01 * n)  # the noise against the category's own count
+        size = (f"±{ratio:.0%} of its own size" if ratio < 1 else
+                f"{ratio:,.0f} times its own size: so small a category is lost in the noise")
+        return Recipe((Step(
+            MEASURE, event, mechanism="Gaussian, zCDP",
+            meaning=f"a category holding 1% of the {n:,} rows is measured within "
+                    f"±{event.sigma / n:.2%} of the table (1 σ), i.e. {size}"),),
+            seconds=0.5 + 3e-7 * n * len(schema))
+
+    def _fit(self, data: Chunks, schema: Schema, recipe: Recipe, ctx: FitContext) -> None:
+        self.discretizer_ = Discretizer(schema, bins=self.bins,
+                                        exact_integers=self.exact_integers)
         sizes = self.discretizer_.sizes
-        event = self.plan(*self.ledger_.budget.allowance(MEASURE), len(schema),
-                          self.population_.max_rows)
+        (step,) = recipe.steps
         counts = self.histograms(data, ctx)  # the whole table is read before any charge
         ctx.stage(MEASURE, 1, "noisy 1-way histograms")
-        self.ledger_.charge(MEASURE, event, f"1-way histograms of {len(schema)} columns "
-                                            f"({int(sizes.sum())} cells)")
-        noisy = np.clip(measure(counts, event), 0, None)  # one draw for all cells
+        self.ledger_.charge(MEASURE, step.event, f"1-way histograms of {len(schema)} columns "
+                                                 f"({int(sizes.sum())} cells)")
+        noisy = np.clip(measure(counts, step.event), 0, None)  # one draw for all cells
         self.marginals_ = []
         for block in np.split(noisy, np.cumsum(self.discretizer_.sizes)[:-1]):
             total = block.sum()
@@ -99,38 +113,6 @@ class IndependentMarginals(Synthesizer):
             return [np.concatenate([marginal(codes, sizes, (j,)) for j in range(len(sizes))])]
 
         return count(data, counter, ctx, COUNT, "counting each column's histogram")[0]
-
-    @staticmethod
-    def plan(epsilon: float, delta: float, columns: int, rows_per_unit: int = 1) -> Gaussian:
-        """The Gaussian measurement of ``columns`` stacked histograms that costs (ε, δ)."""
-        return measurement_event(histogram_l2(columns, rows_per_unit),
-                                 zcdp_rho(epsilon, delta, MEASURE))
-
-    def _duration(self, population: Population, schema: Schema, budget: Budget) -> float:
-        """One pass over the table: 0.5 s, and 0.3 s a million cells on 2 cores
-        (benchmarks/progress.py: 300,000 rows × 26 model-space columns in 2 s)."""
-        return 0.5 + 3e-7 * population.rows * len(schema)
-
-    def _charges(self, population: Population, schema: Schema, budget: Budget
-                 ) -> list[Charge]:
-        return [Charge(MEASURE, self.plan(*budget.allowance(MEASURE), len(schema),
-                                          population.max_rows))]
-
-    def _preview(self, population: Population, schema: Schema, budget: Budget
-                 ) -> list[NoiseScale]:
-        n = population.rows
-        try:
-            event = self.plan(*budget.allowance(MEASURE), len(schema), population.max_rows)
-        except BudgetError as exc:
-            return [NoiseScale(MEASURE, "Gaussian", "impossible", str(exc))]
-        sigma = event.sigma
-        ratio = sigma / (0.01 * n)  # the noise against the category's own count
-        size = (f"±{ratio:.0%} of its own size" if ratio < 1 else
-                f"{ratio:,.0f} times its own size: so small a category is lost in the noise")
-        return [NoiseScale(
-            MEASURE, "Gaussian, zCDP", describe(event),
-            f"a category holding 1% of the {n:,} rows is measured within ±{sigma / n:.2%} of "
-            f"the table (1 σ), i.e. {size}", event)]
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         codes = np.column_stack([rng.choice(len(p), size=n, p=p) for p in self.marginals_])

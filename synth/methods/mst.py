@@ -29,14 +29,13 @@ import pandas as pd
 
 from synth.data import figure
 from synth.encoding import BINS, EXACT_INTEGERS, Discretizer, column_widths, finalize
-from synth.errors import BudgetError
 from synth.marginals import check_audible, count, marginal, measure, measurement_event, select
-from synth.methods.base import FitContext, NoiseScale, Synthesizer
+from synth.methods.base import FitContext, Synthesizer
 from synth.methods.pgm import Measurement, Model, draw_seconds
-from synth.plan import Charge
+from synth.plan import Recipe, Step
 from synth.privacy.accounting import zcdp_rho
 from synth.privacy.budget import Budget
-from synth.privacy.events import Exponential, Gaussian, describe, histogram_l1, histogram_l2
+from synth.privacy.events import Exponential, Gaussian, histogram_l1, histogram_l2
 from synth.privacy.unit import Population
 from synth.schema import Schema
 from synth.source import Chunks
@@ -97,9 +96,6 @@ class MST(Synthesizer):
         self.exact_integers = exact_integers
         self.iterations = iterations
 
-    def _events(self, population: Population, schema: Schema, budget: Budget):
-        return mst_events(*budget.allowance(MEASURE), len(schema), population.max_rows)
-
     def _memory(self, values: dict, population: Population | None, schema: Schema | None
                 ) -> dict[str, int]:
         """Float64 counts of every pair's 2-way marginal (all are counted in one pass)."""
@@ -108,51 +104,38 @@ class MST(Synthesizer):
         widths = column_widths(schema, values["bins"], values["exact_integers"])
         return {"pairs counted": 16 * sum(a * b for a, b in itertools.combinations(widths, 2))}
 
-    def _charges(self, population: Population, schema: Schema, budget: Budget
-                 ) -> list[Charge]:
-        """Exact: no event depends on the data or the row count. Refused when even the
-        quietest measurement's noise (in counts) exceeds the n rows themselves."""
-        one_way, pick, edge = self._events(population, schema, budget)
-        check_audible(min(one_way.sigma, (edge or one_way).sigma) / population.rows,
-                      budget.allowance(MEASURE)[0])
-        edges = len(schema) - 1
-        return [Charge(MEASURE, one_way), *[Charge(MEASURE, pick)] * edges,
-                *[Charge(MEASURE, edge)] * edges]
+    def _recipe(self, population: Population, schema: Schema, budget: Budget) -> Recipe:
+        """The 1-way measurement, d − 1 tree picks and d − 1 edge measurements: exact, for no
+        event depends on the data or the row count. Refused when even the quietest
+        measurement's noise (in counts) exceeds the n rows themselves.
 
-    def _duration(self, population: Population, schema: Schema, budget: Budget) -> float:
-        """A pass counting every pair, the tree's measurements, the estimation and the
+        Time: a pass counting every pair, the tree's measurements, the estimation and the
         draw: on 2 cores (benchmarks/progress.py) the measurements took 0.12 s a column and
         1,000 estimation steps 0.5 s a column (census 13 columns: 1.8 s and 7.2 s; 26
         model-space columns of flights: 2.6–3.0 s and 11.6–13 s, at 20,000 and 300,000
         rows), counting 0.4 s a million cells."""
-        d, cells = len(schema), population.rows * len(schema)
-        return (0.5 + 4e-7 * cells + 0.12 * d + 0.5 * d * int(self.iterations) / 1000
-                + draw_seconds(population.rows, d))
-
-    def _preview(self, population: Population, schema: Schema, budget: Budget
-                 ) -> list[NoiseScale]:
-        n = population.rows
-        try:
-            one_way, pick, edge = self._events(population, schema, budget)
-        except BudgetError as exc:
-            return [NoiseScale(MEASURE, "Gaussian", "impossible", str(exc))]
-        shown = [NoiseScale(MEASURE, "Gaussian, zCDP", describe(one_way),
-                            f"every column's counts within ±{figure(one_way.sigma)} rows (1 σ) of "
-                            f"the {n:,}", one_way)]
+        n, d = population.rows, len(schema)
+        one_way, pick, edge = mst_events(*budget.allowance(MEASURE), d, population.max_rows)
+        check_audible(min(one_way.sigma, (edge or one_way).sigma) / n,
+                      budget.allowance(MEASURE)[0])
+        steps = [Step(MEASURE, one_way, mechanism="Gaussian, zCDP",
+                      meaning=f"every column's counts within ±{figure(one_way.sigma)} rows "
+                              f"(1 σ) of the {n:,}")]
         if edge is not None:
-            shown += [
-                NoiseScale(MEASURE, "exponential (tree), zCDP", describe(pick),
-                           f"{len(schema) - 1} pairs picked by how badly independence answers "
-                           "them", pick),
-                NoiseScale(MEASURE, "Gaussian, zCDP", describe(edge),
-                           f"each tree pair's counts within ±{figure(edge.sigma)} rows (1 σ)",
-                           edge)]
-        return shown
+            steps += [Step(MEASURE, pick, mechanism="exponential (tree), zCDP",
+                           meaning=f"{d - 1} pairs picked by how badly independence answers "
+                                   "them")] * (d - 1)
+            steps += [Step(MEASURE, edge, mechanism="Gaussian, zCDP",
+                           meaning=f"each tree pair's counts within ±{figure(edge.sigma)} rows "
+                                   "(1 σ)")] * (d - 1)
+        return Recipe(tuple(steps), {"one_way": one_way, "pick": pick, "edge": edge},
+                      seconds=0.5 + 4e-7 * n * d + 0.12 * d + 0.5 * d * self.iterations / 1000
+                      + draw_seconds(n, d))
 
-    def _fit(self, data: Chunks, schema: Schema, ctx: FitContext) -> None:
-        disc = Discretizer(schema, bins=int(self.bins), exact_integers=int(self.exact_integers))
+    def _fit(self, data: Chunks, schema: Schema, recipe: Recipe, ctx: FitContext) -> None:
+        disc = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
         sizes, d = disc.sizes, len(schema)
-        one_way, pick, edge = self._events(self.population_, schema, self.ledger_.budget)
+        one_way, pick, edge = recipe["one_way"], recipe["pick"], recipe["edge"]
         pairs = list(itertools.combinations(range(d), 2))
 
         def counter(frame: pd.DataFrame) -> list[np.ndarray]:
@@ -174,10 +157,10 @@ class MST(Synthesizer):
             measured.append(Measurement(pair, measure(true[pair], edge), edge.sigma))
             ctx.progress(MEASURE, d + t + 1, 1 + 2 * (d - 1))
         self.model_ = Model(sizes, self.population_.rows)
-        ctx.stage(ESTIMATE, int(self.iterations),  # JAX compiles before the first block
+        ctx.stage(ESTIMATE, self.iterations,  # JAX compiles before the first block
                   "fitting a graphical model (post-processing; its first steps wait while "
                   "JAX compiles it)")
-        ctx.wait(lambda: self.model_.estimate(measured, int(self.iterations),
+        ctx.wait(lambda: self.model_.estimate(measured, self.iterations,
                                               partial(ctx.progress, ESTIMATE)))
         self.discretizer_, self.tree_ = disc, [_label(schema, p) for p in tree]
 

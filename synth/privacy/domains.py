@@ -507,13 +507,6 @@ def blind_counts(schema: Schema, epsilon: float, rows: int, rows_per_unit: int =
             >= rows * epsilon * weight[c.name]]
 
 
-def domain_events(schema: Schema, epsilon: float, delta: float, rows: int,
-                  rows_per_unit: int = 1) -> list[Event]:
-    """:func:`column_events` in the order they are charged."""
-    return [e for plan in column_events(schema, epsilon, delta, rows, rows_per_unit).values()
-            for e in plan.events]
-
-
 def _learn(col: Column, counts: pd.Series | tuple[np.ndarray, int], plan: Learning, rows: int,
            ledger: Ledger, stage: str) -> Column:
     if plan.categories is not None:

@@ -26,12 +26,12 @@ import pandas as pd
 
 from synth.encoding import Discretizer, finalize, model_width
 from synth.errors import BudgetError, Fix, ParameterError
-from synth.methods.base import FitContext, NoiseScale, Synthesizer
+from synth.methods.base import FitContext, Synthesizer
 from synth.methods.dpgan.codes import PrivateCodes
-from synth.plan import Charge
+from synth.plan import Recipe, Step
 from synth.privacy.accounting import calibrate, gaussian_needs_delta, zcdp_rho
 from synth.privacy.budget import Budget, Ledger
-from synth.privacy.events import PoissonSampledGaussian, describe
+from synth.privacy.events import PoissonSampledGaussian
 from synth.privacy.unit import Population
 from synth.schema import Schema
 from synth.source import Chunks
@@ -151,65 +151,56 @@ class DPGAN(Synthesizer):
                 f"generator_batch, components and {wide}": 12 * values["generator_batch"] * (K + W),
                 f"batch_size and {wide}": 16 * B * k * W}
 
-    def plan(self, n: int, epsilon: float, delta: float) -> PoissonSampledGaussian:
-        """The critic's DP-SGD on n rows, or n units of protection (each unit's rows are one
-        sample): sampling rate q, steps and the smallest noise multiplier σ whose steps cost
-        (ε, δ) under the ``pld`` accountant."""
-        self.check_params(n)
+    def _recipe(self, population: Population, schema: Schema, budget: Budget) -> Recipe:
+        """The critic's DP-SGD over the units (public U; each unit's rows are one sample),
+        one event whatever the rows: sampling rate q, steps and the smallest noise
+        multiplier σ whose steps cost the stage's (ε, δ) under the ``pld`` accountant.
+
+        Time: the critic's steps at the seconds one took on Adult, and the fit's other work.
+        A step of larger parts takes longer: per-sample gradients grow with batch_size ×
+        critic_hidden, the generator's with generator_batch × components (the defaults'
+        work sets the floor)."""
+        n = population.units
+        epsilon, delta = budget.allowance(GAN)
         gaussian_needs_delta(GAN, "pld", delta)
         if epsilon > MAX_SGD_EPSILON:  # the PLD grid of so small a σ hangs or fills memory
             raise BudgetError(f"the {GAN!r} share's ε = {epsilon:g} is over {MAX_SGD_EPSILON:g}, "
                               "beyond which DP-SGD's noise cannot be calibrated; give a "
                               "smaller epsilon")
         q = 1 / math.ceil(n / self.batch_size)  # the rate Opacus's DPDataLoader uses
-        return _sgd_event(q, max(1, math.ceil(self.epochs / q)), epsilon, delta)
-
-    def _charges(self, population: Population, schema: Schema, budget: Budget
-                 ) -> list[Charge]:
-        """DP-SGD over the units (public U): one event, whatever the rows."""
-        return [Charge(GAN, self.plan(population.units, *budget.allowance(GAN)))]
-
-    def _preview(self, population: Population, schema: Schema, budget: Budget
-                 ) -> list[NoiseScale]:
-        n = population.units
-        event = self.plan(n, *budget.allowance(GAN))
-        q, sigma = event.sampling_rate, event.noise_multiplier
+        event = _sgd_event(q, max(1, math.ceil(self.epochs / q)), epsilon, delta)
+        sigma = event.noise_multiplier
         what = "rows" if population.max_rows == 1 else "units"
         one = "one row" if population.max_rows == 1 else (
             f"one unit (its up to {population.max_rows} rows' gradient summed, then clipped)")
-        return [NoiseScale(
-            GAN, "DP-SGD (Gaussian, Poisson batches)", describe(event),
-            f"{event.steps:,} critic steps on Poisson batches of ~{q * n:.0f} {what} (batch "
-            f"size {self.batch_size} sets the rate, as Opacus samples: 1 in {round(1 / q):,} "
-            f"of the {n:,}): each step's summed gradient, at most {q * n:.0f} C long (C: the "
-            f"bound each row's gradient is clipped to), gets noise of std {sigma:.2g} C in "
-            f"every coordinate, {sigma / (q * n):.1%} of that length; replacing {one} moves "
-            "the sum by at most 2C", event)]
-
-    def _duration(self, population: Population, schema: Schema, budget: Budget) -> float:
-        """The critic's steps at the seconds one took on Adult, and the fit's other work. A
-        step of larger parts takes longer: per-sample gradients grow with batch_size ×
-        critic_hidden, the generator's with generator_batch × components (the defaults'
-        work sets the floor)."""
-        steps = math.ceil(self.epochs * math.ceil(population.units / self.batch_size))
+        step = Step(
+            GAN, event, mechanism="DP-SGD (Gaussian, Poisson batches)",
+            meaning=f"{event.steps:,} critic steps on Poisson batches of ~{q * n:.0f} {what} "
+                    f"(batch size {self.batch_size} sets the rate, as Opacus samples: 1 in "
+                    f"{round(1 / q):,} of the {n:,}): each step's summed gradient, at most "
+                    f"{q * n:.0f} C long (C: the bound each row's gradient is clipped to), "
+                    f"gets noise of std {sigma:.2g} C in every coordinate, "
+                    f"{sigma / (q * n):.1%} of that length; replacing {one} moves the sum by "
+                    "at most 2C")
         work = max(1.0, self.batch_size * self.critic_hidden / (128 * 32),
                    self.generator_batch * self.components / (2048 * 64))
-        return START_SECONDS + STEP_SECONDS * steps * work
+        return Recipe((step,), {"sgd": event},
+                      seconds=START_SECONDS + STEP_SECONDS * event.steps * work)
 
-    def _fit(self, data: Chunks, schema: Schema, ctx: FitContext) -> None:
+    def _fit(self, data: Chunks, schema: Schema, recipe: Recipe, ctx: FitContext) -> None:
         discretizer = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
         codes = PrivateCodes.of_chunks(data, discretizer.codes, len(schema), ctx, ctx.check)
-        self.train(codes, discretizer, self.ledger_, self.population_, self.rng_, ctx,
+        self.train(codes, discretizer, recipe["sgd"], self.ledger_, self.rng_, ctx,
                    self._units)
 
-    def train(self, codes: PrivateCodes, discretizer: Discretizer, ledger: Ledger,
-              population: Population, rng: np.random.Generator, ctx: FitContext,
-              units: np.ndarray | None = None) -> DPGAN:
-        """DP-SGD on ``codes`` (in ``discretizer``'s model space) as planned for ``ledger``'s
-        whole GAN share: a DP-GAN's own fit, and DP-Select's pool, which holds one."""
+    def train(self, codes: PrivateCodes, discretizer: Discretizer,
+              event: PoissonSampledGaussian, ledger: Ledger, rng: np.random.Generator,
+              ctx: FitContext, units: np.ndarray | None = None) -> DPGAN:
+        """DP-SGD on ``codes`` (in ``discretizer``'s model space) as its recipe's ``event``
+        says, charged to ``ledger``'s GAN share: a DP-GAN's own fit, and DP-Select's pool,
+        which holds one."""
         # torch and Opacus take seconds to import: a cancel meanwhile lands at once
         training = ctx.wait(lambda: importlib.import_module("synth.methods.dpgan.training"))
-        event = self.plan(population.units, *ledger.budget.allowance(GAN))
         settings = training.GanSettings(self.components, self.critic_hidden,
                                         self.generator_batch, self.lr_critic,
                                         self.lr_generator)

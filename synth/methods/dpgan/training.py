@@ -11,7 +11,7 @@ Ghost clipping computes the per-sample norms without materialising per-sample gr
 (10× faster here), and takes the unit's rows as a sequence. Under replacement one unit's
 clipped gradient is swapped for another's, so a step's sum moves by at most 2C; the noise
 multiplier of the planned event is calibrated for exactly that
-(:meth:`~.method.DPGAN.plan`).
+(:meth:`~.method.DPGAN._recipe`).
 
 The planned event is charged before the first step, the loop never takes a step beyond it,
 and a run that stops early settles the ledger to the steps it took. The Poisson batches and

@@ -1,7 +1,8 @@
 """DP-Select's engines: how the output's rows are chosen from the DP-GAN's pool.
 
-Each engine owns the selection stage: its parameters, its accountant, its plan (the charges
-and their noise, and a cost model where one exists) and its part of the fit. The method
+Each engine owns the selection stage: its parameters, its accountant, its recipe (the
+charges and their noise, the settings its choice reads, and a cost model where one exists)
+and its part of the fit. The method
 (:class:`~synth.methods.dpselect.method.DPSelect`) holds a DP-GAN for the pool and one engine,
 chosen by the ``engine`` parameter. The algorithms live beside: :mod:`.measure` (with
 :mod:`.weights`), :mod:`.rows` and :mod:`.ga`.
@@ -19,9 +20,9 @@ import pandas as pd
 
 from synth.data import figure
 from synth.encoding import Discretizer, finalize
-from synth.errors import BudgetError, Cancelled, ParameterError, check_int
-from synth.marginals import check_fits, measurement_event, selection_event
-from synth.methods.base import FitContext, NoiseScale
+from synth.errors import Cancelled, ParameterError, check_int
+from synth.marginals import check_fits, selection_event
+from synth.methods.base import BYTES_PER_CELL, FitContext
 from synth.methods.dpselect.ga import select_subset
 from synth.methods.dpselect.measure import (
     ROUNDS,
@@ -32,7 +33,7 @@ from synth.methods.dpselect.measure import (
 )
 from synth.methods.dpselect.rows import DISTANCES, cells, select, top_pairs
 from synth.methods.dpselect.weights import resample as draw
-from synth.plan import Charge
+from synth.plan import Recipe, Step
 from synth.privacy.budget import Ledger
 from synth.privacy.composition import per_step_epsilon
 from synth.privacy.dpsga import GA_PARAMS, check_settings, default_generations
@@ -86,8 +87,11 @@ class Engine:
         population and the model-space schema, when given."""
 
     def memory(self, population: Population | None, schema: Schema | None) -> dict[str, int]:
-        """The selection's working arrays, by the parameters that drive them."""
-        return {}
+        """The selection's working arrays, by the parameters that drive them: here the pool's
+        rows in memory, at the bytes a cell of a drawn table takes."""
+        rows = 1 if population is None else population.units * population.max_rows
+        columns = 1 if schema is None else max(len(schema), 1)
+        return {self.held: BYTES_PER_CELL * self.held_rows(rows) * columns}
 
     def pool_rows(self, n: int) -> int:
         """The rows the generator draws: ``pool_multiplier`` × n, else 20 n."""
@@ -102,27 +106,17 @@ class Engine:
         """How many private selections share the selection's ``epsilon``."""
         raise NotImplementedError
 
-    def check_plan(self, population: Population, schema: Schema, epsilon: float,
-                   delta: float) -> None:
-        """Refuse an impossible selection before the GAN spends."""
-
-    def charges(self, population: Population, schema: Schema, epsilon: float, delta: float
-                ) -> list[Charge]:
+    def recipe(self, population: Population, schema: Schema, epsilon: float, delta: float
+               ) -> Recipe:
+        """The selection's :class:`~synth.plan.Recipe` on the selection share's (ε, δ), from
+        public facts only; a refusal of an impossible selection (before the GAN spends)."""
         raise NotImplementedError
-
-    def preview(self, population: Population, schema: Schema, epsilon: float, delta: float
-                ) -> list[NoiseScale]:
-        raise NotImplementedError
-
-    def duration(self, population: Population, schema: Schema, epsilon: float, delta: float
-                 ) -> float | None:
-        """Seconds the selection should take on 2 cores; None without a cost model."""
-        return None
 
     def choose(self, data: pd.DataFrame, schema: Schema, pool: pd.DataFrame, ledger: Ledger,
-               population: Population, rng: np.random.Generator, ctx: FitContext) -> Chosen:
-        """The output's rows, charging ``ledger``'s selection share as each mechanism runs;
-        ``rng`` steers post-processing only."""
+               population: Population, recipe: Recipe, rng: np.random.Generator,
+               ctx: FitContext) -> Chosen:
+        """The output's rows as ``recipe`` says, charging ``ledger``'s selection share as
+        each mechanism runs; ``rng`` steers post-processing only."""
         raise NotImplementedError
 
 
@@ -159,63 +153,43 @@ class Measure(Engine):
         """T rounds, each a pick followed by a measurement."""
         return ROUNDS if self.rounds is None else int(self.rounds)
 
-    def check_plan(self, population: Population, schema: Schema, epsilon: float,
-                   delta: float) -> None:
-        measure_plan(population, schema, epsilon, delta, self.rounds, SELECT)
-
-    def charges(self, population: Population, schema: Schema, epsilon: float, delta: float
-                ) -> list[Charge]:
+    def recipe(self, population: Population, schema: Schema, epsilon: float, delta: float
+               ) -> Recipe:
         """The fixed measurements, then a pick and a measurement per round (any picked
         marginal costs ρ, so the widest one's event bounds it); with domains still to learn,
-        or n̂ to estimate, the events wait for them."""
-        if not schema.releasable:
-            return [Charge(SELECT, None, exact=False)]
-        planned = measure_plan(population, schema, epsilon, delta, self.rounds, SELECT)
-        exact = population.max_rows == 1
-        fixed = [Charge(SELECT, measurement_event(float(planned.sensitivity[w]), planned.rho),
-                        exact) for w in planned.fixed]
-        pick = Charge(SELECT, selection_event(population.rows, planned.rho, 1,
-                                              population.max_rows), exact)
-        return [*fixed, *[pick, Charge(SELECT, planned.widest, exact=False)] * planned.rounds]
-
-    def preview(self, population: Population, schema: Schema, epsilon: float, delta: float
-                ) -> list[NoiseScale]:
+        or n̂ to estimate, the events wait for them. Time: the pool (with the support rows)
+        weighed against every workload it measures."""
         n, k = population.rows, population.max_rows
-        try:
-            planned = measure_plan(population, schema, epsilon, delta, self.rounds, SELECT)
-        except (ParameterError, BudgetError) as exc:
-            return [NoiseScale(SELECT, "Gumbel selection + Gaussian", "impossible", str(exc))]
+        planned = measure_plan(population, schema, epsilon, delta, self.rounds, SELECT)
         rounds, rho, widest = planned.rounds, planned.rho, planned.widest
-        pick = selection_event(n, rho, 1, k)
-        sigma, gumbel = widest.sigma, 2 * pick.sensitivity / pick.epsilon
+        picked = selection_event(n, rho, 1, k)
+        sigma, gumbel = widest.sigma, 2 * picked.sensitivity / picked.epsilon
         first = "every column's" + ("" if schema.target is None else
                                     f", every pair with {schema.target}")
-        return [
-            NoiseScale(SELECT, "report-noisy-max (Gumbel), zCDP", describe(pick),
-                       f"each of {rounds} rounds picks the marginal the weighted pool matches "
-                       f"worst, with Gumbel noise of scale {gumbel:.2g} in max error", pick),
-            NoiseScale(SELECT, "Gaussian, zCDP", f"ρ per call = {rho:.3g}; {describe(widest)}",
-                       f"{len(planned.fixed)} marginals measured first ({first}) and {rounds} "
-                       f"picked ones: every cell is a fraction of rows measured within "
-                       f"±{sigma:.2g} (1 σ), i.e. "
-                       f"±{figure(sigma * n)} of the {n:,} rows; the pool's weights are then "
-                       "fitted to them, which costs nothing", widest)]
-
-    def duration(self, population: Population, schema: Schema, epsilon: float, delta: float
-                 ) -> float | None:
-        """The pool (with the support rows) weighed against every workload it measures."""
-        try:
-            planned = measure_plan(population, schema, epsilon, delta, self.rounds, SELECT)
-        except (ParameterError, BudgetError):
-            return None
-        return MEASURE_SECONDS * (self.held_rows(population.rows) * planned.work / 1e6
-                                  ) ** MEASURE_POWER
+        pick = Step(SELECT, picked, k == 1, mechanism="report-noisy-max (Gumbel), zCDP",
+                    meaning=f"each of {rounds} rounds picks the marginal the weighted pool "
+                            f"matches worst, with Gumbel noise of scale {gumbel:.2g} in max "
+                            "error")
+        said = dict(mechanism="Gaussian, zCDP", scale=f"ρ per call = {rho:.3g}; "
+                    f"{describe(widest)}", meaning=(
+                        f"{len(planned.fixed)} marginals measured first ({first}) and "
+                        f"{rounds} picked ones: every cell is a fraction of rows measured "
+                        f"within ±{sigma:.2g} (1 σ), i.e. ±{figure(sigma * n)} of the {n:,} "
+                        "rows; the pool's weights are then fitted to them, which costs "
+                        "nothing"))
+        if not schema.releasable:
+            steps = [Step(SELECT, None, exact=False, **said)]
+        else:
+            steps = [*(Step(SELECT, planned.event(w), k == 1, **said) for w in planned.fixed),
+                     *[pick, Step(SELECT, widest, exact=False, **said)] * rounds]
+        return Recipe(tuple(steps), {"planned": planned}, seconds=MEASURE_SECONDS * (
+            self.held_rows(n) * planned.work / 1e6) ** MEASURE_POWER)
 
     def choose(self, data: pd.DataFrame, schema: Schema, pool: pd.DataFrame, ledger: Ledger,
-               population: Population, rng: np.random.Generator, ctx: FitContext) -> Chosen:
+               population: Population, recipe: Recipe, rng: np.random.Generator,
+               ctx: FitContext) -> Chosen:
         """Measured marginals, pool weights fitted to them, n rows drawn by the weights."""
-        rounds = measure_plan(population, schema, *ledger.budget.allowance(SELECT),
-                              self.rounds, SELECT).rounds
+        rounds = recipe["planned"].rounds
         pairs = "" if schema.target is None else f" and every pair with {schema.target}"
         ctx.stage(SELECT, max(rounds, 1), (
             f"every column's marginal{pairs} measured; the pool of {len(pool):,} rows "
@@ -227,7 +201,7 @@ class Measure(Engine):
                          distance=distance)
 
         result = measure_and_weight(ledger, SELECT, schema, data, pool, population,
-                                    self.rounds, rng, progress, ctx.beat, ctx.wait)
+                                    recipe["planned"], rng, progress, ctx.beat, ctx.wait)
         self.measured_ = result.picked
         self.pool_weights_ = result.weights
         rows = draw(result.weights, population.rows, rng)
@@ -299,13 +273,23 @@ class Sectioned(Engine):
         eps_s = per_step_epsilon(epsilon, count, delta, "bounded_range")
         return Exponential(eps_s, normalised_marginals_l1(n // self.section_count), count)
 
-    def charges(self, population: Population, schema: Schema, epsilon: float, delta: float
-                ) -> list[Charge]:
-        """One event of all the picks."""
-        return [Charge(SELECT, self.select_event(population.rows, epsilon, delta))]
+    def recipe(self, population: Population, schema: Schema, epsilon: float, delta: float
+               ) -> Recipe:
+        """One event of all the picks (:meth:`select_event`) and what it does; no cost
+        model."""
+        event = self.select_event(population.rows, epsilon, delta)
+        return Recipe((Step(SELECT, event, mechanism=self.mechanism,
+                            meaning=self.meaning(event, population.rows)),), {"event": event})
+
+    mechanism: ClassVar[str]
+
+    def meaning(self, event: Exponential, n: int) -> str:
+        """What the selections do to the output, in words."""
+        raise NotImplementedError
 
     def choose(self, data: pd.DataFrame, schema: Schema, pool: pd.DataFrame, ledger: Ledger,
-               population: Population, rng: np.random.Generator, ctx: FitContext) -> Chosen:
+               population: Population, recipe: Recipe, rng: np.random.Generator,
+               ctx: FitContext) -> Chosen:
         """Charge the selection, then make it; a stop settles the ledger to what ran."""
         n, m, sections = population.rows, len(pool), self.section_count
         coarse = Discretizer(schema, bins=SELECTION_BINS)
@@ -322,7 +306,7 @@ class Sectioned(Engine):
                           [pool_codes[p] for p in pool_parts],
                           np.array([np.prod(coarse.sizes[list(c)]) for c in marginals]),
                           marginals, weights, *ledger.budget.allowance(SELECT))
-        event = self.select_event(n, problem.epsilon, problem.delta)
+        event = recipe["event"]
         done = [0]  # selections made in the section furthest along: the ledger if it stops
         entry = None
         try:
@@ -382,7 +366,8 @@ class Rows(Sectioned):
         """T candidates scored in each of S sections per pick, a few float64 per candidate
         and column."""
         columns = 1 if schema is None else max(len(schema), 1)
-        return {"candidates and sections": 32 * self.section_count * (columns + 1)
+        return {**super().memory(population, schema),
+                "candidates and sections": 32 * self.section_count * (columns + 1)
                 * math.ceil(self.candidates_per_pick)}
 
     def selections(self, n: int, epsilon: float) -> int:
@@ -396,21 +381,18 @@ class Rows(Sectioned):
     def slack(self, n: int) -> int:
         return max(1, math.ceil(n / self.section_count) // 100)
 
-    def preview(self, population: Population, schema: Schema, epsilon: float, delta: float
-                ) -> list[NoiseScale]:
-        n = population.rows
-        event = self.select_event(n, epsilon, delta)
+    mechanism = "exponential mechanism, bounded-range composition"
+
+    def meaning(self, event: Exponential, n: int) -> str:
         eps_s, n_s = event.epsilon, math.ceil(n / self.section_count)
 
         def favour(t: int) -> str:  # best/worst odds of the EM between candidates at pick t
             return f"×{math.exp(min(eps_s * n_s / (2 * t), 700)):.3g}"
 
-        return [NoiseScale(
-            SELECT, "exponential mechanism, bounded-range composition", describe(event),
-            f"{n_s:,} picks per section: a candidate that is a whole row better can be favoured "
-            f"at most {favour(1)} at the first pick, {favour(100)} at pick 100 and "
-            f"{favour(n_s)} at the last, so late picks are close to uniform draws from the pool",
-            event)]
+        return (f"{n_s:,} picks per section: a candidate that is a whole row better can be "
+                f"favoured at most {favour(1)} at the first pick, {favour(100)} at pick 100 "
+                f"and {favour(n_s)} at the last, so late picks are close to uniform draws "
+                "from the pool")
 
     def _choose(self, problem: Problem, event: Exponential, rng: np.random.Generator,
                 ctx: FitContext, done: list[int]) -> tuple[list[np.ndarray], np.ndarray]:
@@ -450,7 +432,7 @@ class GA(Sectioned):
     def memory(self, population: Population | None, schema: Schema | None) -> dict[str, int]:
         """N_p chromosomes of the output's rows (int32, with offspring)."""
         rows = 1 if population is None else population.units * population.max_rows
-        return {"population": 12 * self.population * rows}
+        return {**super().memory(population, schema), "population": 12 * self.population * rows}
 
     def generation_count(self, epsilon: float) -> int:
         """N_g: as given, else the paper's table at the selection's ε."""
@@ -468,17 +450,13 @@ class GA(Sectioned):
     def slack(self, n: int) -> int:
         return int(self.parents) + 1
 
-    def preview(self, population: Population, schema: Schema, epsilon: float, delta: float
-                ) -> list[NoiseScale]:
-        n = population.rows
-        event = self.select_event(n, epsilon, delta)
+    mechanism = "DP simple GA: exponential mechanism, bounded-range composition"
+
+    def meaning(self, event: Exponential, n: int) -> str:
         n_s = math.ceil(n / self.section_count)
         odds = math.exp(min(event.epsilon * 0.01 * n_s / 4, 700))
-        return [NoiseScale(
-            SELECT, "DP simple GA: exponential mechanism, bounded-range composition",
-            describe(event),
-            f"{event.count:,} selections per section, whatever its size: an output whose "
-            f"weighted L1 distance is 0.01 lower is favoured ×{odds:.3g} at each", event)]
+        return (f"{event.count:,} selections per section, whatever its size: an output whose "
+                f"weighted L1 distance is 0.01 lower is favoured ×{odds:.3g} at each")
 
     def _choose(self, problem: Problem, event: Exponential, rng: np.random.Generator,
                 ctx: FitContext, done: list[int]) -> tuple[list[np.ndarray], np.ndarray]:

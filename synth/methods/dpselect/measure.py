@@ -129,6 +129,10 @@ class Plan:
         """The measurement of the workload with the most noise."""
         return measurement_event(float(self.sensitivity.max()), self.rho)
 
+    def event(self, w: int) -> Gaussian:
+        """The measurement of workload ``w``."""
+        return measurement_event(float(self.sensitivity[w]), self.rho)
+
 
 def measure_plan(population: Population, schema: Schema, epsilon: float, delta: float,
                  rounds: int | None, stage: str) -> Plan:
@@ -245,7 +249,7 @@ def support_rows(space: Space, one_way: Marginals, answers: np.ndarray, pool: np
 
 
 def measure_and_weight(ledger: Ledger, stage: str, schema: Schema, private: pd.DataFrame,
-                       pool: pd.DataFrame, population: Population, rounds: int | None,
+                       pool: pd.DataFrame, population: Population, planned: Plan,
                        rng: np.random.Generator,
                        progress: Callable[[int, int, float, float], None] | None = None,
                        beat: Callable[[], None] = lambda: None,
@@ -255,14 +259,14 @@ def measure_and_weight(ledger: Ledger, stage: str, schema: Schema, private: pd.D
     fresh OS noise; ``rng`` steers only the support rows' draw, which is post-processing.
     ``progress`` hears each round's end, ``beat`` every step between, and ``wait`` runs
     each long computation that charges nothing (a fit's :meth:`~synth.methods.FitContext.wait`
-    keeps the caller informed meanwhile)."""
+    keeps the caller informed meanwhile). ``planned`` is :func:`measure_plan`'s for the
+    population and the ledger's share."""
     space = Space(schema)
     classes = workloads(space)
     d = space.d
 
     n, k = population.rows, population.max_rows
-    planned = measure_plan(population, schema, *ledger.budget.allowance(stage), rounds, stage)
-    t_max, rho, sens = planned.rounds, planned.rho, planned.sensitivity
+    t_max, rho = planned.rounds, planned.rho
     gan = wait(lambda: space.encode(pool))
     data = wait(lambda: _Pool(classes, gan, space.encode(private), n))
     result = Measured(pool, np.empty(0))
@@ -271,7 +275,7 @@ def measure_and_weight(ledger: Ledger, stage: str, schema: Schema, private: pd.D
     def measure_one(w: int, why: str) -> None:
         c, local = data.locate(w)
         q = classes[c]
-        event = measurement_event(float(sens[w]), rho)
+        event = planned.event(w)
         label = f"{q.kind}: {q.labels[local]}"
         ledger.charge(stage, event, f"{why}: measure {label}")
         lo, hi = q.bounds[local:local + 2]

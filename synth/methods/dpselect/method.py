@@ -32,11 +32,11 @@ import numpy as np
 import pandas as pd
 
 from synth.encoding import Discretizer
-from synth.methods.base import FitContext, NoiseScale, Synthesizer, check_rows, resample
+from synth.methods.base import FitContext, Synthesizer, check_rows, resample
 from synth.methods.dpgan.codes import PrivateCodes
 from synth.methods.dpgan.method import DPGAN, GAN
 from synth.methods.dpselect.engines import ENGINES, SELECT, Engine
-from synth.plan import Charge
+from synth.plan import Recipe
 from synth.privacy.budget import Budget
 from synth.privacy.unit import Population, PrivacyUnit
 from synth.schema import Schema
@@ -183,43 +183,30 @@ class DPSelect(Synthesizer):
         composition explorer starts there)."""
         return self.selector.selections(n, epsilon)
 
-    def _charges(self, population: Population, schema: Schema, budget: Budget
-                 ) -> list[Charge]:
-        """The GAN's DP-SGD, then the engine's selection."""
+    def _recipe(self, population: Population, schema: Schema, budget: Budget) -> Recipe:
+        """The GAN's recipe, then the engine's; time where the engine has a cost model."""
         gan, engine = self._parts(self.get_params())
-        return [*gan._charges(population, schema, budget),
-                *engine.charges(population, schema, *budget.allowance(SELECT))]
+        pool = gan._recipe(population, schema, budget)
+        selection = engine.recipe(population, schema, *budget.allowance(SELECT))
+        return Recipe((*pool.steps, *selection.steps), {GAN: pool, SELECT: selection},
+                      seconds=None if selection.seconds is None else
+                      pool.seconds + selection.seconds)
 
-    def _preview(self, population: Population, schema: Schema, budget: Budget
-                 ) -> list[NoiseScale]:
+    def _fit(self, data: pd.DataFrame, schema: Schema, recipe: Recipe, ctx: FitContext
+             ) -> None:
         gan, engine = self._parts(self.get_params())
-        return [*gan._preview(population, schema, budget),
-                *engine.preview(population, schema, *budget.allowance(SELECT))]
-
-    def _duration(self, population: Population, schema: Schema, budget: Budget
-                  ) -> float | None:
-        """The GAN's, then the engine's, where it has a cost model."""
-        gan, engine = self._parts(self.get_params())
-        selection = engine.duration(population, schema, *budget.allowance(SELECT))
-        return None if selection is None else gan._duration(population, schema,
-                                                            budget) + selection
-
-    def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
-        gan, engine = self._parts(self.get_params())
-        allowance = self.ledger_.budget.allowance(SELECT)
-        engine.check_plan(self.population_, schema, *allowance)  # before the GAN spends
         discretizer = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
         codes = ctx.wait(lambda: discretizer.codes(data))  # before the GAN's stage begins
-        self.gan_ = gan.train(PrivateCodes.of_array(codes), discretizer,
-                              self.ledger_, self.population_, self.rng_, ctx, self._units)
+        self.gan_ = gan.train(PrivateCodes.of_array(codes), discretizer, recipe[GAN]["sgd"],
+                              self.ledger_, self.rng_, ctx, self._units)
         # n for one row per unit, n̂ for the measure engine
         m = engine.pool_rows(self.population_.rows)
         ctx.stage("pool", 1, f"drawing a pool of {m:,} rows from the generator")
         rng = self.rng_  # this fit's: a helper left behind by a cancel never draws another's
         pool = ctx.wait(lambda: discretizer.decode(gan.sample_codes(m, rng), rng))
         ctx.progress("pool", 1, 1)
-        chosen = engine.choose(data, schema, pool, self.ledger_, self.population_, self.rng_,
-                               ctx)
+        chosen = engine.choose(data, schema, pool, self.ledger_, self.population_,
+                               recipe[SELECT], self.rng_, ctx)
         self.selector_ = engine
         self.selection_distance_ = chosen.distance
         self.synthetic_ = chosen.rows

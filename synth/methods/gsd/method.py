@@ -20,7 +20,6 @@ ledger holds exactly what ran.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -31,7 +30,7 @@ import pandas as pd
 
 from synth.data import figure
 from synth.encoding import EXACT_INTEGERS, Space
-from synth.errors import BudgetError, ParameterError
+from synth.errors import ParameterError
 from synth.marginals import (
     Workloads,
     check_audible,
@@ -43,10 +42,10 @@ from synth.marginals import (
     select,
     selection_event,
 )
-from synth.methods.base import FitContext, NoiseScale, Synthesizer, check_rows, resample
+from synth.methods.base import FitContext, Synthesizer, check_rows, resample
 from synth.methods.gsd.projection import project
 from synth.methods.gsd.queries import QUERY_CLASSES, build, narrowest, parse_classes, plan_size
-from synth.plan import Charge
+from synth.plan import Recipe, Step
 from synth.privacy.budget import Budget
 from synth.privacy.events import describe
 from synth.privacy.unit import Population
@@ -61,7 +60,7 @@ PROJECT = "project"  # the event stage of the search (free post-processing)
 ROWS = 2000  # N' by default: enough for Adult's marginals (benchmarks/gsd.py)
 # the plan's cost model (benchmarks/progress.py, on 2 cores): seconds of a round's search
 # over ROWS rows, per workload beyond a base the search costs whatever the workloads; the
-# search runs longer as the answers' signal (rows × ε) grows (_duration); counting the
+# search runs longer as the answers' signal (rows × ε) grows (GSD._recipe); counting the
 # answers costs per row and workload
 ROUND_SECONDS, WORKLOAD_BASE, ANSWER_SECONDS = 0.000918, 1486, 1.6e-7
 SIGNAL, SIGNAL_POWER, LEAST = 27_134, 0.18, 0.7
@@ -163,13 +162,7 @@ class GSD(Synthesizer):
         self.random_queries = random_queries
         self.exact_integers = exact_integers
 
-    # ---- parameters and the budget plan ----------------------------------------------------
-
-    def _plan(self, population: Population, epsilon: float, delta: float, workloads: int,
-              widest: float) -> tuple[int, int, float]:
-        return plan_rounds(population, epsilon, delta, workloads, widest, self.rounds,
-                           default_rounds(epsilon), int(self.per_round), bool(self.one_shot),
-                           QUERIES)
+    # ---- parameters and the recipe -----------------------------------------------------
 
     def _check_rules(self, values: dict, population: Population | None,
                      schema: Schema | None) -> None:
@@ -197,27 +190,13 @@ class GSD(Synthesizer):
                 "mutations and crossovers": 16 * candidates * columns,
                 "random_queries": 16 * values["random_queries"] * columns}
 
-    def _charges(self, population: Population, schema: Schema, budget: Budget
-                 ) -> list[Charge]:
+    def _recipe(self, population: Population, schema: Schema, budget: Budget) -> Recipe:
         """Each round's selection (exact, but for n̂), then its S measurements: each costs
-        ρ per call whichever workload is picked, so the widest one's event bounds them."""
-        w, widest = plan_size([c.kind == CATEGORICAL for c in schema],
-                              parse_classes(self.queries), int(self.levels),
-                              int(self.random_queries))
-        eps, delta = budget.allowance(QUERIES)
-        rounds, s, rho = self._plan(population, eps, delta, w, widest)
-        n, k = population.rows, population.max_rows
-        categorical = [c.kind == CATEGORICAL for c in schema]
-        quietest = narrowest(categorical, parse_classes(self.queries), int(self.levels))
-        check_audible(measurement_event(quietest * k / n, rho).sigma, eps, _remedy(rounds))
-        measure = Charge(QUERIES, measurement_event(widest * k / n, rho), exact=False)
-        if self.one_shot:
-            return [measure] * w
-        pick = Charge(QUERIES, selection_event(n, rho, s, k), exact=k == 1)
-        return [pick, *[measure] * s] * rounds
+        ρ per call whichever workload is picked, so the widest one's event bounds them; in
+        one-shot mode every workload's measurement. Refused when the quietest answer's noise
+        would drown it. Its settings: the rounds T, S per round and ρ per call.
 
-    def _duration(self, population: Population, schema: Schema, budget: Budget) -> float:
-        """Counting every workload's answers over the n rows, then each round's genetic
+        Time: counting every workload's answers over the n rows, then each round's genetic
         search over N' rows, which costs about as much as WORKLOAD_BASE workloads plus one
         per workload and runs more generations before it stops improving the sharper the
         answers are: times (n·ε / SIGNAL)^0.18, at least 0.7; a generation costs as many
@@ -226,52 +205,49 @@ class GSD(Synthesizer):
         20 s, the panel's 21 took 20 s, and the flights' 325 took 30 s over 20,000 rows and
         50 s (and 16 s counting) over 300,000. Adult's 105 took 48 s (benchmarks/peers.py),
         where this model says 30: its wide categories cost more than their count."""
-        w, widest = plan_size([c.kind == CATEGORICAL for c in schema],
-                              parse_classes(self.queries), int(self.levels),
-                              int(self.random_queries))
-        epsilon, delta = budget.allowance(QUERIES)
-        rounds = self._plan(population, epsilon, delta, w, widest)[0]
-        rows = synthetic_rows(self.rows, population.rows)
-        signal = max(LEAST, (population.rows * epsilon / SIGNAL) ** SIGNAL_POWER)
-        candidates = max(int(self.mutations) + int(self.crossovers), 1) / CANDIDATES
-        return (ANSWER_SECONDS * population.rows * w + ROUND_SECONDS * rounds
-                * (WORKLOAD_BASE + w) * rows / ROWS * signal * candidates)
-
-    def _preview(self, population: Population, schema: Schema, budget: Budget
-                 ) -> list[NoiseScale]:
+        categorical = [c.kind == CATEGORICAL for c in schema]
+        classes = parse_classes(self.queries)
+        w, widest = plan_size(categorical, classes, self.levels, self.random_queries)
         eps, delta = budget.allowance(QUERIES)
+        rounds, s, rho = plan_rounds(population, eps, delta, w, widest, self.rounds,
+                                     default_rounds(eps), self.per_round, self.one_shot,
+                                     QUERIES)
         n, k = population.rows, population.max_rows
-        try:
-            w, sens = plan_size([c.kind == CATEGORICAL for c in schema],
-                                parse_classes(self.queries), int(self.levels),
-                                int(self.random_queries))
-            rounds, s, rho_call = self._plan(population, eps, delta, w, sens)
-        except (ParameterError, BudgetError) as exc:
-            return [NoiseScale(QUERIES, "Gumbel selection + Gaussian", "impossible", str(exc))]
-        measure = measurement_event(sens * k / n, rho_call)  # the widest workload's σ
-        sigma = measure.sigma
+        quietest = narrowest(categorical, classes, self.levels)
+        check_audible(measurement_event(quietest * k / n, rho).sigma, eps, _remedy(rounds))
+        measured = measurement_event(widest * k / n, rho)  # the widest workload's σ
         what = f"all {w} workloads" if self.one_shot else f"{rounds} rounds × {s} of {w} workloads"
-        shown = [NoiseScale(
-            QUERIES, "Gaussian, zCDP", f"ρ per call = {rho_call:.3g}; {describe(measure)}",
-            f"{what} measured: every answer is a fraction of rows measured within ±{sigma:.2g} "
-            f"(1 σ), i.e. ±{figure(sigma * n)} of the {n:,} rows", measure)]
-        if not self.one_shot:
-            pick = selection_event(n, rho_call, s, k)
-            shown.insert(0, NoiseScale(
-                QUERIES, "report-noisy-max (Gumbel), zCDP", describe(pick),
-                f"each round picks its worst-answered workloads with Gumbel noise of scale "
-                f"{2 * pick.sensitivity / pick.epsilon:.2g} in max error", pick))
-        return shown
+        measure = Step(
+            QUERIES, measured, exact=False, mechanism="Gaussian, zCDP",
+            scale=f"ρ per call = {rho:.3g}; {describe(measured)}",
+            meaning=f"{what} measured: every answer is a fraction of rows measured within "
+                    f"±{measured.sigma:.2g} (1 σ), i.e. ±{figure(measured.sigma * n)} of the "
+                    f"{n:,} rows")
+        if self.one_shot:
+            steps = [measure] * w
+        else:
+            picked = selection_event(n, rho, s, k)
+            pick = Step(QUERIES, picked, exact=k == 1,
+                        mechanism="report-noisy-max (Gumbel), zCDP",
+                        meaning=f"each round picks its worst-answered workloads with Gumbel "
+                                f"noise of scale {2 * picked.sensitivity / picked.epsilon:.2g} "
+                                "in max error")
+            steps = [pick, *[measure] * s] * rounds
+        rows = synthetic_rows(self.rows, n)
+        signal = max(LEAST, (n * eps / SIGNAL) ** SIGNAL_POWER)
+        candidates = max(self.mutations + self.crossovers, 1) / CANDIDATES
+        return Recipe(tuple(steps), {"rounds": rounds, "per_round": s, "rho": rho},
+                      seconds=ANSWER_SECONDS * n * w + ROUND_SECONDS * rounds
+                      * (WORKLOAD_BASE + w) * rows / ROWS * signal * candidates)
 
     # ---- the fit -------------------------------------------------------------------------
 
-    def _fit(self, data: Chunks, schema: Schema, ctx: FitContext) -> None:
+    def _fit(self, data: Chunks, schema: Schema, recipe: Recipe, ctx: FitContext) -> None:
         n = self.population_.rows
         space = Space(schema)
-        classes = build(space, parse_classes(self.queries), self.rng_, levels=int(self.levels),
-                        random_queries=int(self.random_queries),
-                        exact=int(self.exact_integers))
-        run = self._start(classes, self.population_)
+        classes = build(space, parse_classes(self.queries), self.rng_, levels=self.levels,
+                        random_queries=self.random_queries, exact=self.exact_integers)
+        run = self._start(classes, self.population_, recipe)
         self._answer(run, space, data, ctx)
         self.rows_ = synthetic_rows(self.rows, n)
         table = space.random(self.rows_, self.rng_)  # round 1 scores and starts from it
@@ -288,20 +264,15 @@ class GSD(Synthesizer):
         self.generations_ = run.generations
         self.measured_ = [run.label(w) for w in run.picked]
 
-    def _start(self, classes: list[Workloads], population: Population) -> _Rounds:
-        """The plan for ``classes`` on the population's n rows (n̂ for units of up to k rows),
-        refused when its noise would drown every answer."""
+    @staticmethod
+    def _start(classes: list[Workloads], population: Population, recipe: Recipe) -> _Rounds:
+        """The rounds of ``recipe`` over ``classes`` on the population's n rows (n̂ for
+        units of up to k rows): each workload's sensitivity as a fraction of them."""
         first = np.cumsum([0, *(len(q) for q in classes)])
-        eps, delta = self.ledger_.budget.allowance(QUERIES)
-        sens = np.concatenate([q.sensitivity for q in classes])
-        rounds, per_round, rho_call = self._plan(population, eps, delta, int(first[-1]),
-                                                 float(sens.max(initial=0.0)))
         n, k = population.rows, population.max_rows
-        sens = sens * k / n
-        check_audible(measurement_event(float(sens.min(initial=math.inf)), rho_call).sigma, eps,
-                      _remedy(rounds))
-        return _Rounds(classes, first, n, k, rounds, per_round, rho_call, sens,
-                       targets=[np.zeros(q.size) for q in classes],
+        sens = np.concatenate([q.sensitivity for q in classes]) * k / n
+        return _Rounds(classes, first, n, k, recipe["rounds"], recipe["per_round"],
+                       recipe["rho"], sens, targets=[np.zeros(q.size) for q in classes],
                        weights=[np.zeros(q.size) for q in classes])
 
     @staticmethod
@@ -344,9 +315,9 @@ class GSD(Synthesizer):
                  ctx: FitContext) -> np.ndarray:
         """Round t's genetic search from ``table`` toward every measurement so far."""
         result = project(space, run.classes, run.targets, run.weights, self.rows_,
-                         self.rng_, init=table, mutations=int(self.mutations),
-                         crossovers=int(self.crossovers), elite=int(self.elite),
-                         max_generations=int(self.max_generations),
+                         self.rng_, init=table, mutations=self.mutations,
+                         crossovers=self.crossovers, elite=self.elite,
+                         max_generations=self.max_generations,
                          progress=partial(_search_progress, ctx, t, run.rounds,
                                           run.generations))
         run.generations += result.generations

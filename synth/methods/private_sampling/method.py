@@ -19,11 +19,11 @@ import numpy as np
 import pandas as pd
 
 from synth.encoding import Discretizer, finalize, model_width
-from synth.errors import BudgetError, Fix, ParameterError, SynthError
-from synth.methods.base import FitContext, NoiseScale, Synthesizer, resample
+from synth.errors import BudgetError, Fix, ParameterError
+from synth.methods.base import FitContext, Synthesizer, resample
 from synth.methods.private_sampling.algorithm import fit_density
 from synth.methods.private_sampling.bounds import Setting, show, walsh_count
-from synth.plan import Charge
+from synth.plan import Recipe, Step
 from synth.privacy.budget import Budget
 from synth.privacy.events import NoGuarantee, PureDP, describe
 from synth.privacy.mechanisms import fresh_rng
@@ -118,21 +118,21 @@ class PrivateSampling(Synthesizer):
             raise ParameterError(f"Delta must be a number ≥ 1 + accuracy_delta (the shrinkage "
                                  f"LP needs it), got {Delta!r}")
 
-    def _plan(self, n: int, schema: Schema, epsilon: float) -> tuple[Discretizer, Setting]:
+    def _setting(self, n: int, schema: Schema, epsilon: float) -> tuple[Discretizer, Setting]:
         """The binarisation and Theorem 4.1's setting, from public facts only."""
-        coder = Discretizer(schema, bins=int(self.bins), exact_integers=0)
+        coder = Discretizer(schema, bins=self.bins, exact_integers=0)
         p = int(coder.sizes.sum())
         delta, Delta = self.accuracy_delta, self._Delta(coder, p)
         if p > MAX_BITS:
             raise ParameterError(f"private sampling runs at demo scale (p ≤ {MAX_BITS} bits), "
                                  f"but this schema binarises to p = {p}: leave columns out "
                                  "(the Data page) or use fewer bins", fixes=(ANOTHER,))
-        d = int(self.d)
+        d = self.d
         if d > p:
             raise ParameterError(f"d (= {d}) cannot exceed the {p} bits of the binarised table")
-        m = 8 * walsh_count(p, d) if self.m is None else int(self.m)
-        k = n if self.k is None else int(self.k)
-        setting = Setting(p, d, math.log10(n), epsilon, float(delta), 0.125,
+        m = 8 * walsh_count(p, d) if self.m is None else self.m
+        k = n if self.k is None else self.k
+        setting = Setting(p, d, math.log10(n), epsilon, delta, 0.125,
                           math.log10(Delta), math.log10(m), k)
         return coder, setting
 
@@ -174,67 +174,48 @@ class PrivateSampling(Synthesizer):
         cube = f"a {p}-bit cube, {lines:,} marginal coefficients"
         return {f"m ({cube})": 32 * lines * m, f"bins ({cube})": 8 * n * lines, "k": 2 * k * p}
 
-    def _charges(self, population: Population, schema: Schema, budget: Budget
-                 ) -> list[Charge]:
+    def _recipe(self, population: Population, schema: Schema, budget: Budget) -> Recipe:
         """With every domain public the cube is known up front, and so is the one event (or
         the refusal: over 20 bits, or k beyond Theorem 4.1 without a demonstration asked
-        for). With private domains it waits for them: the share bounds it."""
+        for). With private domains it waits for them: the share bounds it. A demonstration
+        run may carry no guarantee: certainly when Theorem 4.1 does not cover k on a public
+        cube, possibly when the cube waits for learned domains. No cost model."""
+        mechanism = "private sampling (no added noise)"
         if not schema.releasable:
             private = [c.name for c in schema if not c.releasable]
             known = schema.drop(private)  # each private column binarises to a bit at least
-            fewest = len(private) + (int(Discretizer(known, bins=int(self.bins)).sizes.sum())
+            fewest = len(private) + (int(Discretizer(known, bins=self.bins).sizes.sum())
                                      if known.names else 0)
             if fewest > MAX_BITS:  # refused before the domain share is spent on a doomed run
                 raise ParameterError(
                     f"private sampling runs at demo scale (p ≤ {MAX_BITS} bits), but this "
                     f"schema binarises to p ≥ {fewest} whatever its learned domains: leave "
                     "columns out (the Data page) or use fewer bins", fixes=(ANOTHER,))
-            return [Charge(SAMPLE, None, exact=False)]
-        return [Charge(SAMPLE, self._planned_event(population, schema, budget))]
-
-    def _planned_event(self, population: Population, schema: Schema, budget: Budget
-                       ) -> PureDP | NoGuarantee:
-        """The event a fit on this public cube would charge (or its refusal)."""
+            return Recipe((Step(SAMPLE, None, exact=False, mechanism=mechanism,
+                                meaning="the cube's size, and so whether Theorem 4.1 covers "
+                                        "k, waits for the learned domains"),),
+                          unbounded="allow_no_guarantee is set and the cube's size waits for "
+                                    "the learned domains, so Theorem 4.1 may not cover k"
+                          if self.allow_no_guarantee else "")
         eps = budget.allowance(SAMPLE)[0]
-        return self._event(self._plan(population.rows, schema, eps)[1], eps)
-
-    def _unbounded(self, population: Population, schema: Schema, budget: Budget) -> str:
-        """A demonstration run may carry no guarantee: certainly when Theorem 4.1 does not
-        cover k on a public cube, possibly when the cube waits for learned domains."""
-        if not self.allow_no_guarantee:
-            return ""
-        if not schema.releasable:
-            return ("allow_no_guarantee is set and the cube's size waits for the learned "
-                    "domains, so Theorem 4.1 may not cover k")
-        try:
-            event = self._planned_event(population, schema, budget)
-        except SynthError:  # refused by _charges
-            return ""
-        return event.reason if isinstance(event, NoGuarantee) else ""
-
-    def _preview(self, population: Population, schema: Schema, budget: Budget
-                 ) -> list[NoiseScale]:
-        eps, _ = budget.allowance(SAMPLE)
-        _, s = self._plan(population.rows, schema, eps)
+        coder, s = self._setting(population.rows, schema, eps)
+        event = self._event(s, eps)
         allowed = s.log10_k_hi(s.log10_m)
-        verdict = ("within Theorem 4.1: ε-DP" if allowed >= math.log10(s.k) else
+        verdict = ("within Theorem 4.1: ε-DP" if isinstance(event, PureDP) else
                    "beyond Theorem 4.1: no DP guarantee")
-        try:  # the very event a fit would charge
-            event = self._event(s, eps)
-        except BudgetError:  # refused by the plan: the verdict says why
-            event = None
-        if isinstance(event, NoGuarantee):
-            event = None
-        return [NoiseScale(SAMPLE, "private sampling (no added noise)",
-                           f"p = {s.p} bits, m = {show(s.log10_m)}, k = {s.k:,.0f}"
-                           + (f"; {describe(event)}" if event else ""),
-                           f"Theorem 4.1 allows k ≤ {show(allowed)} at ε = {eps:.3g}: "
-                           f"{verdict}", event)]
+        step = Step(SAMPLE, event, mechanism=mechanism,
+                    scale=f"p = {s.p} bits, m = {show(s.log10_m)}, k = {s.k:,.0f}"
+                    + (f"; {describe(event)}" if isinstance(event, PureDP) else ""),
+                    meaning=f"Theorem 4.1 allows k ≤ {show(allowed)} at ε = {eps:.3g}: "
+                            f"{verdict}")
+        return Recipe((step,), {"coder": coder, "setting": s},
+                      unbounded=event.reason if isinstance(event, NoGuarantee) else "")
 
-    def _fit(self, data: pd.DataFrame, schema: Schema, ctx: FitContext) -> None:
-        eps, _ = self.ledger_.budget.allowance(SAMPLE)
-        self.coder_, setting = self._plan(self.population_.rows, schema, eps)
-        event = self._event(setting, eps)  # from public facts only, before the data is read
+    def _fit(self, data: pd.DataFrame, schema: Schema, recipe: Recipe, ctx: FitContext
+             ) -> None:
+        self.coder_, setting = recipe["coder"], recipe["setting"]
+        (step,) = recipe.steps  # from public facts only, before the data is read
+        event = step.event
         ctx.stage(SAMPLE, 3, f"{setting.p} bits, m = {show(setting.log10_m)}: LP, QP, "
                              f"{setting.k:,.0f} samples")
         Delta = 10 ** setting.log10_Delta
