@@ -252,6 +252,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
               f"δ = {delta:.3g}:")
         for line in planned.lines():
             print(f"  {line}")
+        for scale in planned.scales:  # what the noise does, as the app's preview says it
+            print(f"  {scale.stage} ({scale.mechanism}): {scale.meaning}")
     planned.check()  # a refused plan exits non-zero, its first reason on stderr
     return 0
 

@@ -211,13 +211,16 @@ class Plan:
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as JSON: its ``entries`` compare equal to the ledger's (stage, event,
-        relation, ε and δ added) wherever it is :attr:`exact`."""
+        relation, ε and δ added) wherever it is :attr:`exact`; ``stages`` says what each
+        stage's noise does, as the preview does."""
         return {"exact": self.exact, "entries": list(self.entries),
                 "bounds": {s: {"epsilon": None if math.isinf(e) else e, "delta": d}
                            for s, (e, d) in self.bounds.items()},
                 "loose": sorted(self.loose), "refusals": [str(r) for r in self.refusals],
                 "doubts": list(self.doubts), "unbounded": self.unbounded,
-                "seconds": self.seconds, "memory_bytes": self.memory}
+                "seconds": self.seconds, "memory_bytes": self.memory,
+                "stages": [{"stage": s.stage, "mechanism": s.mechanism, "noise": s.scale,
+                            "meaning": s.meaning} for s in self.scales]}
 
 
 def _over(cost: tuple[float, float], bound: tuple[float, float]) -> bool:
