@@ -29,7 +29,7 @@ from synth.release import CONFIGURATION, LEDGER, REPORT, TABLE
 from synth.report import steward_report
 from synth.schema import Schema
 from synth.source import TableFile
-from synth.store import DIED
+from synth.status import CANCELLED, DIED, FAILED, RUNNING
 from ui import layout, parameters, runner, state
 
 REFRESH = 1.0  # seconds between redraws of a live run's progress
@@ -349,7 +349,7 @@ def live() -> None:
     job = state.job()
     if job is None:
         return
-    if job.status != runner.RUNNING:
+    if job.status != RUNNING:
         st.rerun(scope="app")  # the sidebar collects the result and the page shows it
     stages, charged = job.overview()
     st.subheader(f"Running: {job.name}")
@@ -377,7 +377,7 @@ def live_curves() -> None:
     """The run's measured curves, redrawn every few seconds: a chart's redraw is what costs
     the browser most (at every second it slowed DP-GAN's training by a fifth on 2 cores)."""
     job = state.job()
-    if job is None or job.status != runner.RUNNING:
+    if job is None or job.status != RUNNING:
         return
     measured = [name for name, stage in job.overview()[0].items() if stage.measured]
     for name in measured:
@@ -423,12 +423,12 @@ def history() -> None:
 
 
 ended = state.last_job()
-if ended is not None and ended.status in (runner.CANCELLED, runner.FAILED):
+if ended is not None and ended.status in (CANCELLED, FAILED):
     spent = ("before stopping it had spent ε = "
              f"{epsilon_text(ended.spent['total_epsilon'])}, δ = "
              f"{ended.spent['total_delta']:.2g} (its ledger below)"
              if ended.spent and ended.spent["entries"] else "it had spent nothing")
-    if ended.status == runner.CANCELLED:
+    if ended.status == CANCELLED:
         st.warning(f"{ended.name} was cancelled: nothing was released; {spent}. Earlier runs "
                    "are kept.")
     else:

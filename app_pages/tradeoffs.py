@@ -22,6 +22,7 @@ from synth.privacy.unit import population
 from synth.report import sweep_report
 from synth.runs import synthesized_rows
 from synth.schema import Schema
+from synth.status import FAILED, FINISHED, RUNNING
 from synth.sweep import DEMO, PRESETS, grid, sweep
 from ui import layout, runner, state
 
@@ -121,9 +122,9 @@ def start() -> bool:
 
 
 ended = state.last_sweep()
-if ended is not None and ended.status == runner.FAILED:
+if ended is not None and ended.status == FAILED:
     st.error(f"{ended.name} failed: {ended.error}. Earlier sweeps are kept.")
-if (ended is not None and ended.status == runner.DONE and ended.grid not in sweeps
+if (ended is not None and ended.status == FINISHED and ended.grid not in sweeps
         and len(ended.result)):  # its record could not be kept: this session still shows it
     st.warning("This sweep could not be kept in the run store (see the server's log): "
                "download its table below before you leave.", icon=":material/warning:")
@@ -150,7 +151,7 @@ def live() -> None:
     current = state.sweep_job()
     if current is None:
         return
-    if current.status != runner.RUNNING:
+    if current.status != RUNNING:
         st.rerun(scope="app")
     st.progress(len(current.rows) / current.total,
                 text=f"{len(current.rows)} of {current.total} runs done "

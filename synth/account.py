@@ -45,9 +45,9 @@ from synth import sqlite
 from synth.data import fingerprint, former_fingerprint
 from synth.errors import AccountError, BudgetError, check_delta, check_epsilon
 from synth.privacy.unit import PrivacyUnit
+from synth.status import RUNNING
 
 COMPOSITION = "basic composition across runs: a table's total is the sum of its runs' (ε, δ)"
-RUNNING, DONE, STOPPED = "running", "done", "stopped"  # a crashed run stays "running"
 UNBOUNDED = "no guarantee"  # a run whose ledger claims none: its ε is recorded as infinite
 ONE_ROW = PrivacyUnit()  # whom a run protects unless it names a unit
 SLACK = 1e-9  # relative: a limit spent exactly in several runs must not fail on rounding

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from synth.account import DONE, STOPPED, UNBOUNDED, TableAccount
+from synth.account import UNBOUNDED, TableAccount
 from synth.checklist import Check, release_checklist
 from synth.errors import Cancelled, SynthError, without_values
 from synth.methods import FitContext, Synthesizer, make
@@ -42,7 +42,8 @@ from synth.release import (
 )
 from synth.schema import Schema
 from synth.source import TableFile, read_whole, table_population
-from synth.store import CANCELLED, FAILED, RUN, RunEntry, RunStore, StoreError
+from synth.status import FAILED, FINISHED, ended
+from synth.store import RUN, RunEntry, RunStore, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -275,10 +276,10 @@ class Run:
                      cancellable=False)
             ctx.finish()
         except BaseException as exc:  # Ctrl-C while sampling or recording too: the account,
-            self._settle(charge, STOPPED)  # the store and the ledger all say it stopped
+            self._settle(charge, ended(exc))  # the store and the ledger all say it stopped
             self._recorded(exc, names=schema.names)
             raise
-        self._settle(charge, DONE)
+        self._settle(charge, FINISHED)
         return record
 
     @staticmethod
@@ -369,9 +370,9 @@ class Run:
                     "delta_spent": record.ledger["total_delta"], "seconds": record.seconds,
                     "fit_seconds": record.fit_seconds})
             else:
-                cancelled = isinstance(exc, Cancelled | KeyboardInterrupt)
-                self.store.stop(self.entry.id, CANCELLED if cancelled else FAILED,
-                                "" if cancelled else without_values(exc, names))
+                status = ended(exc)
+                self.store.stop(self.entry.id, status,
+                                "" if status != FAILED else without_values(exc, names))
         except Exception:
             log.exception("recording run %s in the run store failed", self.entry.id)
 

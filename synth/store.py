@@ -29,9 +29,8 @@ from typing import Any
 from synth import sqlite
 from synth.account import home
 from synth.errors import SynthError, plain
+from synth.status import CANCELLED, DIED, FAILED, FINISHED, RUNNING
 
-RUNNING, FINISHED, CANCELLED, FAILED = "running", "finished", "cancelled", "failed"
-DIED = "died"  # derived when read, never stored: a RUNNING record whose process is gone
 RUN, SWEEP = "run", "sweep"
 HOST = socket.gethostname()
 

@@ -27,7 +27,8 @@ from synth.privacy.unit import PrivacyUnit
 from synth.release import write_file
 from synth.schema import Schema
 from synth.source import TableFile
-from synth.store import CANCELLED, FAILED, SWEEP, RunEntry, RunStore, StoreError
+from synth.status import CANCELLED, FAILED, ended
+from synth.store import SWEEP, RunEntry, RunStore, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -242,7 +243,7 @@ def _end(store: RunStore | None, entry: RunEntry | None, table: pd.DataFrame,
             return
         if exc is None and not stopped:
             store.finish(entry.id, summary)
-        elif exc is None or isinstance(exc, KeyboardInterrupt):
+        elif exc is None or ended(exc) == CANCELLED:
             store.stop(entry.id, CANCELLED, "", summary)
         else:
             store.stop(entry.id, FAILED, without_values(exc), summary)

@@ -222,7 +222,7 @@ def test_the_account_keeps_totals_per_privacy_unit(tmp_path):
     for eps, unit in ((0.5, PrivacyUnit()), (1.0, PrivacyUnit("person", 3)),
                       (0.25, PrivacyUnit("person", 5))):  # both protect the whole person
         charge = store.reserve("t", "t.csv", eps, 1e-6, "a run", unit)
-        store.settle(charge, eps, 1e-6, "done")
+        store.settle(charge, eps, 1e-6, "finished")
     usage = store.usage("t")
     assert usage.epsilon == pytest.approx(1.75)
     totals = {unit: (e, d) for unit, e, d in usage.by_unit}

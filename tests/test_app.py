@@ -624,7 +624,7 @@ def test_a_reloaded_page_finds_its_live_run_and_cancels_it(app):
     assert entry.status == CANCELLED
     charged = Store().charges(entry.table)[entry.charge]
     spent = job.spent["total_epsilon"] if job.spent else 0.0  # settled to what ran
-    assert charged[2] == "stopped" and charged[0] == pytest.approx(spent) and spent <= 1.0
+    assert charged[2] == CANCELLED and charged[0] == pytest.approx(spent) and spent <= 1.0
 
 
 def test_a_run_whose_process_died_shows_with_its_charge(app):

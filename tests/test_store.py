@@ -170,7 +170,7 @@ def test_delete_removes_files_keeps_the_record_and_the_charge_and_refuses_a_live
     with pytest.raises(StoreError, match="still running") as refused:
         store.delete(entry.id)
     assert entry.id in one_line(refused) and len(entry.files()) == 2
-    account.settle(charge, 0.8, 1e-6, "done")
+    account.settle(charge, 0.8, 1e-6, "finished")
     store.finish(entry.id, {"rows": 1})
     before = account.usage("key-a")
     deleted = store.delete(entry.id)

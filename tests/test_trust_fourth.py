@@ -156,7 +156,7 @@ def test_an_account_kept_under_the_former_fingerprint_moves_with_its_spending(tm
     store = Store(tmp_path / "account.sqlite")
     old = store.key(former_fingerprint(table))
     store.set_limit(old, "t.csv", 2.0, None)
-    store.settle(store.reserve(old, "t.csv", 0.5, 1e-6, "a run"), 0.5, 1e-6, "done")
+    store.settle(store.reserve(old, "t.csv", 0.5, 1e-6, "a run"), 0.5, 1e-6, "finished")
     account = TableAccount.of(table, "t.csv", store)
     assert account.key == store.key(fingerprint(table)) != old
     usage = account.usage()
@@ -253,7 +253,7 @@ def test_ctrl_c_after_the_fit_settles_every_record(sample, tmp_path):
     (entry,) = runs.list()
     assert entry.status == CANCELLED
     (charge,) = store.charges(account.key).values()
-    assert charge[2] == "stopped" and charge[0] == pytest.approx(1.0)
+    assert charge[2] == CANCELLED and charge[0] == pytest.approx(1.0)
     ledger = json.loads((entry.folder / "ledger.json").read_text())
     assert ledger["status"].startswith("cancelled") and ledger["total_epsilon"] == (
         pytest.approx(1.0))

@@ -21,7 +21,7 @@ from synth.methods.base import BYTES_PER_CELL, sample_bound
 from synth.privacy.budget import epsilon_text
 from synth.schema import infer_schema
 from synth.source import TableFile, read_whole
-from synth.store import FINISHED
+from synth.status import CANCELLED, FINISHED, RUNNING
 from ui import runner, state
 
 ENCODINGS = ("utf-8", "latin-1", "cp1252")
@@ -218,12 +218,12 @@ def announce(run: runner.Job | None, sweep: runner.SweepJob | None) -> None:
     for job in (run, sweep):
         if job is None:
             continue
-        if job.status == runner.DONE:
+        if job.status == FINISHED:
             done = (f" ({len(job.result)} of {job.total} runs; the rest were cancelled)"
                     if isinstance(job, runner.SweepJob) and len(job.result) < job.total
                     else "")
             st.toast(f"Finished: {job.name}{done}", icon=":material/check_circle:")
-        elif job.status == runner.CANCELLED:
+        elif job.status == CANCELLED:
             st.toast(f"Cancelled: {job.name}", icon=":material/cancel:")
         else:
             st.toast(f"Failed: {job.name}: {job.error}", icon=":material/error:")
@@ -239,7 +239,7 @@ def watch(watched: str | None) -> None:
 
     @st.fragment(run_every=1.0 if unwatched else None)
     def check() -> None:
-        if any(job.status != runner.RUNNING for job in unwatched):
+        if any(job.status != RUNNING for job in unwatched):
             st.rerun(scope="app")
         for job in busy:
             st.caption(f":material/hourglass_top: running: {job.name}")

@@ -16,10 +16,10 @@ from typing import Any
 
 from synth.errors import Cancelled, SynthError
 from synth.methods import Event, FitContext, Progress, Spent, StageStarted
+from synth.status import CANCELLED, FAILED, FINISHED, RUNNING
 
 log = logging.getLogger(__name__)
 
-RUNNING, DONE, FAILED, CANCELLED = "running", "done", "failed", "cancelled"
 
 
 @dataclass
@@ -42,7 +42,7 @@ class Job:
     epsilon: float  # the run's whole budget, for the live view
     events: list[Event] = field(default_factory=list)  # appended by the thread only
     status: str = RUNNING
-    result: Any = None  # what the work returned, once DONE
+    result: Any = None  # what the work returned, once FINISHED
     error: str = ""  # a readable message, once FAILED
     spent: dict[str, Any] | None = None  # the ledger of what ran, once CANCELLED or FAILED
     started: float = field(default_factory=time.perf_counter)
@@ -70,7 +70,7 @@ class Job:
              ledger: Callable[[], dict[str, Any] | None]) -> None:
         try:
             self.result = work(ctx)
-            self.status = DONE
+            self.status = FINISHED
             return
         except Cancelled:
             status = CANCELLED

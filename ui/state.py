@@ -37,7 +37,8 @@ from synth.privacy.unit import PrivacyUnit
 from synth.runs import RunRecord
 from synth.runs import split as split_table
 from synth.schema import Schema
-from synth.store import CANCELLED, FINISHED, RUN, SWEEP, RunEntry, RunStore
+from synth.status import CANCELLED, FINISHED, RUNNING
+from synth.store import RUN, SWEEP, RunEntry, RunStore
 from synth.sweep import recorded
 from ui import runner
 from ui.parameters import param_key
@@ -496,7 +497,7 @@ def _start(kind: str, session_key: str, new: runner.Job, work: Callable, **how: 
     where = _where(kind)
     with _LOCK:
         other = _live().get(where)
-        if other is not None and other.status == runner.RUNNING:
+        if other is not None and other.status == RUNNING:
             raise SynthError(f"{other.name} is still running (in another tab?): open this "
                              "page again to watch it, or wait for it to end")
         _live()[where] = new
@@ -512,7 +513,7 @@ def _start(kind: str, session_key: str, new: runner.Job, work: Callable, **how: 
 def _collect(session_key: str, last_key: str) -> runner.Job | None:
     """Forget an ended job (the registry too): it is in the store. Returns it if it ended."""
     current = st.session_state.get(session_key)
-    if current is None or current.status == runner.RUNNING:
+    if current is None or current.status == RUNNING:
         return None
     del st.session_state[session_key]
     with _LOCK:
