@@ -154,7 +154,7 @@ class Plan:
 
     @property
     def exact(self) -> bool:
-        """Whether the ledger will hold exactly :attr:`charges`' events, in order."""
+        """Whether the ledger will hold exactly :attr:`steps`' events, in order."""
         return not self.loose and all(c.exact for c in self.steps)
 
     def guard(self, ledger: Ledger, stage: str, event: Event) -> None:
@@ -194,8 +194,10 @@ class Plan:
             what = (f"events that wait for {charge.waits}" if charge.event is None
                     else describe(charge.event))
             out.append(f"{charge.stage}: {f'{times} × ' if times > 1 else ''}{what}" + (
-                "" if charge.exact else " (a bound: the event charged may differ, costing no "
-                                        "more)"))
+                "" if charge.exact or charge.event is None else
+                " (at the public facts: the events charged follow n̂ and the learned domains, "
+                "within the stage's total below)" if charge.stage in self.loose else
+                " (a bound: the event charged may differ, costing no more)"))
         out += [f"{stage}: at most ε = {eps:.4g}, δ = {delta:.3g} in all (how many events "
                 "waits for a private estimate)" for stage, (eps, delta) in self.bounds.items()
                 if stage in self.loose]

@@ -143,8 +143,9 @@ class AIM(Synthesizer):
 
     def _recipe(self, population: Population, schema: Schema, budget: Budget) -> Recipe:
         """The 1-way measurement, then rounds whose number waits for the data: the stage's
-        share bounds them. Refused when the 1-way noise (in counts) exceeds the n rows
-        themselves: the rounds could not steer anything either. Its settings: ρ of the
+        share bounds them. Refused when the 1-way noise (in counts) exceeds the U units
+        themselves (n with one row per unit; public at plan and fit alike): the rounds could
+        not steer anything either. Its settings: ρ of the
         stage, the 1-way measurement, ρ of a round before annealing.
 
         Time: rounds of select, measure and a 50-step refit, about as many as the columns
@@ -158,7 +159,7 @@ class AIM(Synthesizer):
         rho = zcdp_rho(*budget.allowance(MEASURE), MEASURE)
         per_round = rho / (self.rounds * d)
         one_way = measurement_event(histogram_l2(d, k), ALPHA * per_round * d)
-        check_audible(one_way.sigma / n, budget.allowance(MEASURE)[0])
+        check_audible(one_way.sigma / population.units, budget.allowance(MEASURE)[0])
         first = measurement_event(histogram_l2(1, k), ALPHA * per_round)
         return Recipe((
             Step(MEASURE, one_way, mechanism="Gaussian, zCDP",

@@ -420,13 +420,13 @@ class Synthesizer:
             schema = learned.public_view()  # releasable: no flags read off the table
             self.population_ = population  # public: n (or n̂), U, k
             self.n_rows_ = population.rows  # the public n: no row is dropped but by bounding
-            self._units = units  # each row's unit, for DP-SGD over units; never kept
             space = missing.model_schema(schema)
             # the plan's recipe, or one made at the facts the plan stood in for (n̂, the
             # learned domains: DP outputs; the rules saw the public ones): the fit reads it
             # and works none of it out again
             recipe = self.plan_.recipe if population.max_rows == 1 and not read_once \
                 else self._recipe(population, space, self.ledger_.budget)
+            self._units = units  # each row's unit, for DP-SGD over units; never kept
             try:
                 # the file is read as the steward declared it (the release drops its formats)
                 self._fit(self._encode(data, file, learned, checked=read_once), space,

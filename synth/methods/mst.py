@@ -107,7 +107,8 @@ class MST(Synthesizer):
     def _recipe(self, population: Population, schema: Schema, budget: Budget) -> Recipe:
         """The 1-way measurement, d − 1 tree picks and d − 1 edge measurements: exact, for no
         event depends on the data or the row count. Refused when even the quietest
-        measurement's noise (in counts) exceeds the n rows themselves.
+        measurement's noise (in counts) exceeds the U units themselves (n with one row per
+        unit: the same public count at plan and fit, so a plan that passes never fails at n̂).
 
         Time: a pass counting every pair, the tree's measurements, the estimation and the
         draw: on 2 cores (benchmarks/progress.py) the measurements took 0.12 s a column and
@@ -116,7 +117,7 @@ class MST(Synthesizer):
         rows), counting 0.4 s a million cells."""
         n, d = population.rows, len(schema)
         one_way, pick, edge = mst_events(*budget.allowance(MEASURE), d, population.max_rows)
-        check_audible(min(one_way.sigma, (edge or one_way).sigma) / n,
+        check_audible(min(one_way.sigma, (edge or one_way).sigma) / population.units,
                       budget.allowance(MEASURE)[0])
         steps = [Step(MEASURE, one_way, mechanism="Gaussian, zCDP",
                       meaning=f"every column's counts within ±{figure(one_way.sigma)} rows "
