@@ -218,13 +218,14 @@ def test_a_changed_file_under_a_known_name_is_told_its_budget_starts_afresh(app)
     """Issue 49: a file named like a table the account has charged, with other rows, opens
     under an account of its own, and the Data page says so (the same people's budget would
     otherwise be spent twice without a hint)."""
-    from synth.account import DONE, Store
+    from synth.account import Store
+    from synth.status import FINISHED
 
     upload(app, shaped().to_csv(index=False).encode())
     ds = app.session_state["dataset"]
     store = Store()
     key = store.key(ds.read_as, ds.former)
-    store.settle(store.reserve(key, ds.name, 0.5, 1e-6, "a run"), 0.5, 1e-6, DONE)
+    store.settle(store.reserve(key, ds.name, 0.5, 1e-6, "a run"), 0.5, 1e-6, FINISHED)
     again = upload(AppTest.from_file(str(REPO / "app.py"), default_timeout=600).run(),
                    shaped().to_csv(index=False).encode())
     again.switch_page(DATA).run()
