@@ -262,8 +262,9 @@ def plan(recipe: Callable[[Population, Schema, Budget], Recipe],
         if str(exc) not in {str(r) for r in refusals}:  # δ = 0 is said once
             refusals.append(exc)
     steps = [*shared, *(made.steps if made is not None else ())]
+    shown = (*scales(steps), *unspent(schema, budget, population))
     if refusals or made is None:
-        return Plan(tuple(refusals), tuple(doubts), recipe=made, scales=scales(steps))
+        return Plan(tuple(refusals), tuple(doubts), recipe=made, scales=shown)
     loose = frozenset(c.stage for c in steps if c.event is None or (
         not c.exact and population.max_rows > 1))
     ledger = open_ledger(accountants, budget)
@@ -272,7 +273,7 @@ def plan(recipe: Callable[[Population, Schema, Budget], Recipe],
             if c.event is not None:
                 ledger.charge(c.stage, c.event)
     except BudgetError as exc:  # the method's own plan is over its share: say so first
-        return Plan((exc,), tuple(doubts), recipe=made, scales=scales(steps))
+        return Plan((exc,), tuple(doubts), recipe=made, scales=shown)
     bounds = {s: budget.allowance(s) if s in loose else ledger.spent(s)
               for s in dict.fromkeys(c.stage for c in steps)}
     known, entries = iter(ledger.entries), []
@@ -284,7 +285,7 @@ def plan(recipe: Callable[[Population, Schema, Budget], Recipe],
         entries.append(entry if c.exact else {**entry, "bound": True})
     seconds = None if made.seconds is None else made.seconds + after_fit(population, schema)
     return Plan((), tuple(doubts), made.unbounded, tuple(steps), loose, bounds, tuple(entries),
-                seconds, sum(made.memory.values()), made, scales(steps))
+                seconds, sum(made.memory.values()), made, shown)
 
 
 # a run's stages after its fit, as the app runs them on 2 cores (benchmarks/progress.py):
@@ -387,6 +388,24 @@ def _domain_steps(schema: Schema, epsilon: float, delta: float, population: Popu
         "thresholded Laplace counts" if c.kind == CATEGORICAL else
         "exponential mechanisms over a fixed grid" if plans[c.name].bounds else
         "Laplace counts")) for c in learned for e in plans[c.name].events]
+
+
+def unspent(schema: Schema, budget: Budget, population: Population
+            ) -> tuple[NoiseScale, ...]:
+    """The domain share's line where it buys nothing (every item to learn a blank count
+    that could not tell blanks from none, so none is made): the preview says so, where it
+    would otherwise leave the share out without a word."""
+    if not schema.to_learn or DOMAIN not in budget.shares:
+        return ()
+    epsilon, delta = budget.allowance(DOMAIN)
+    k = population.max_rows
+    if any(p.events for p in column_events(schema, epsilon, delta, population.units * k,
+                                           k).values()):
+        return ()
+    return (NoiseScale(DOMAIN, "none", "none",
+                       f"nothing is learned: the blank counts of {len(schema.to_learn)} "
+                       f"columns are not made at ε = {epsilon:.3g}, and this share goes "
+                       "unspent"),)
 
 
 def domain_plan(schema: Schema, budget: Budget, population: Population

@@ -327,3 +327,5 @@ def test_a_blank_count_that_could_not_see_blanks_is_not_made(rows):
         assert not charged and model.schema_["a"].blanks is not False  # its blanks: modelled
     else:
         assert not blind and not said and len(charged) == 3
+    unspent = [s for s in run.plan.scales if s.stage == "domain" and "unspent" in s.meaning]
+    assert bool(unspent) == (rows == 30), run.plan.scales  # the preview says it, or not

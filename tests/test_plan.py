@@ -271,3 +271,33 @@ def test_rules_and_refusals_see_only_the_public_population():
     budget = gsd.budget_for(Budget(1.0, 1e-5, unit=unit), schema)
     assert len({str(gsd.plan(Population(n, 200, 2), schema, budget))
                 for n in (300, 301, 400)}) == 1
+
+
+@pytest.mark.parametrize("method,params", [("mst", {}), ("aim", {}),
+                                           ("gsd", {"rounds": 3}), ("gsd", {}),
+                                           ("dpselect", {"rounds": 2, "batch_size": 16}),
+                                           ("dpselect", {"batch_size": 16})])
+def test_a_plan_that_passes_is_not_refused_at_any_row_estimate(method, params):
+    """The audit: at k > 1 a fit makes its recipe again at n̂, the rows' DP estimate, after
+    that estimate is charged; a noise check judged at n̂ could then refuse a run its plan
+    passed. Whatever n̂ the estimate gives (U to k·U), the fit's recipe passes where the
+    plan's did, at every ε from hopeless to ample."""
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame({"a": rng.choice(list("abcdef"), 60), "b": rng.choice(list("xy"), 60),
+                          "c": rng.choice(list("pqrs"), 60)})
+    schema = infer_schema(table).confirm()
+    schema = schema.declare_public(schema.names)
+    units, k = 60, 3
+    model = make(method, params)
+    passed = 0
+    for epsilon in np.geomspace(0.01, 10, 25):
+        budget = model.budget_for(Budget(float(epsilon), 1e-5, unit=PrivacyUnit("id", k)),
+                                  schema)
+        try:
+            model.recipe(Population(units * k, units, k), schema, budget)
+        except BudgetError:
+            continue
+        passed += 1
+        for rows in (units, 2 * units, units * k):
+            model.recipe(Population(rows, units, k), schema, budget)  # refuses: a failure
+    assert 0 < passed < 25, f"the grid must straddle {method}'s refusal: {passed} of 25 passed"

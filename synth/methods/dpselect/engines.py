@@ -232,6 +232,7 @@ class Sectioned(Engine):
 
     accountant = "bounded_range"
     default_sections: ClassVar[int]
+    mechanism: ClassVar[str]  # the picks' mechanism, for the preview
     params: ClassVar[Mapping[str, Param]] = specs(
         Param("sections", int, low=1, optional=True, symbol="S", label="Sections",
               help="Disjoint parts of the table and the pool, selected separately (parallel "
@@ -280,8 +281,6 @@ class Sectioned(Engine):
         event = self.select_event(population.rows, epsilon, delta)
         return Recipe((Step(SELECT, event, mechanism=self.mechanism,
                             meaning=self.meaning(event, population.rows)),), {"event": event})
-
-    mechanism: ClassVar[str]
 
     def meaning(self, event: Exponential, n: int) -> str:
         """What the selections do to the output, in words."""

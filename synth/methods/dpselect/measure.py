@@ -141,19 +141,27 @@ def measure_plan(population: Population, schema: Schema, epsilon: float, delta: 
     classes = workloads(Space(schema))
     sens = np.concatenate([q.sensitivity for q in classes])
     fixed = upfront(schema, classes)
-    if len(fixed) == len(sens):  # nothing left to pick: every workload measured once
-        if rounds is not None:
-            raise ParameterError("rounds (T) pick among pairs of columns, and this table has "
-                                 "none left to pick: leave rounds empty")
-        t, rho = 0, plan_rounds(population, epsilon, delta, len(fixed), 0.0, None, 1,
-                                one_shot=True, stage=stage)[2]
-    else:
-        rest = np.delete(sens, fixed)
-        t, _, rho = plan_rounds(population, epsilon, delta, len(rest), float(rest.max()),
-                                rounds, ROUNDS, stage=stage, fixed=len(fixed))
-    sens = sens * population.max_rows / population.rows
-    check_audible(measurement_event(float(sens.min()), rho).sigma, epsilon,
+    if len(fixed) == len(sens) and rounds is not None:  # every workload measured once
+        raise ParameterError("rounds (T) pick among pairs of columns, and this table has "
+                             "none left to pick: leave rounds empty")
+    rest = np.delete(sens, fixed)
+
+    def rounds_at(people: Population) -> tuple[int, float]:
+        if not len(rest):
+            return 0, plan_rounds(people, epsilon, delta, len(fixed), 0.0, None, 1,
+                                  one_shot=True, stage=stage)[2]
+        t, _, rho = plan_rounds(people, epsilon, delta, len(rest), float(rest.max()), rounds,
+                                ROUNDS, stage=stage, fixed=len(fixed))
+        return t, rho
+
+    t, rho = rounds_at(population)
+    # judged where n̂ is worst (U rows) with the rounds of the public k·U rows (the least ρ
+    # a call): the same at plan and fit, so a plan that passes is not refused at n̂
+    k = population.max_rows
+    check_audible(measurement_event(float(sens.min()) * k / population.units,
+                                    rounds_at(population.public())[1]).sigma, epsilon,
                   " or the selection's share")
+    sens = sens * k / population.rows
     slots = np.concatenate([np.diff(np.searchsorted([s.offset for s in q.slots], q.bounds))
                             for q in classes])
     return Plan(fixed, t, rho, sens, slots)

@@ -194,7 +194,7 @@ class GSD(Synthesizer):
         """Each round's selection (exact, but for n̂), then its S measurements: each costs
         ρ per call whichever workload is picked, so the widest one's event bounds them; in
         one-shot mode every workload's measurement. Refused when the quietest answer's noise
-        would drown it. Its settings: the rounds T, S per round and ρ per call.
+        could drown it, whatever n̂. Its settings: the rounds T, S per round and ρ per call.
 
         Time: counting every workload's answers over the n rows, then each round's genetic
         search over N' rows, which costs about as much as WORKLOAD_BASE workloads plus one
@@ -209,12 +209,20 @@ class GSD(Synthesizer):
         classes = parse_classes(self.queries)
         w, widest = plan_size(categorical, classes, self.levels, self.random_queries)
         eps, delta = budget.allowance(QUERIES)
-        rounds, s, rho = plan_rounds(population, eps, delta, w, widest, self.rounds,
-                                     default_rounds(eps), self.per_round, self.one_shot,
-                                     QUERIES)
+
+        def rounds_at(people: Population) -> tuple[int, int, float]:
+            return plan_rounds(people, eps, delta, w, widest, self.rounds, default_rounds(eps),
+                               self.per_round, self.one_shot, QUERIES)
+
+        rounds, s, rho = rounds_at(population)
         n, k = population.rows, population.max_rows
+        # judged where n̂ is worst (U rows: sensitivity k/U) with the rounds of the public
+        # k·U rows (the most, so the least ρ a call): the same at plan and fit, so a plan
+        # that passes is not refused after the rows' estimate is spent
+        _, _, least = rounds_at(population.public())
         quietest = narrowest(categorical, classes, self.levels)
-        check_audible(measurement_event(quietest * k / n, rho).sigma, eps, _remedy(rounds))
+        check_audible(measurement_event(quietest * k / population.units, least).sigma, eps,
+                      _remedy(rounds))
         measured = measurement_event(widest * k / n, rho)  # the widest workload's σ
         what = f"all {w} workloads" if self.one_shot else f"{rounds} rounds × {s} of {w} workloads"
         measure = Step(
