@@ -24,13 +24,14 @@ from synth.privacy.mechanisms import replayable_noise
 REPO = Path(__file__).resolve().parent.parent
 SMALL_GAN = {"epochs": 1, "batch_size": 256, "components": 16, "critic_hidden": 16,
              "generator_batch": 512}
+GAN = {f"gan__{k}": v for k, v in SMALL_GAN.items()}  # DP-Select's pool: the same GAN
 CASES = {
     "independent": ("independent", {}),
     "dpgan": ("dpgan", SMALL_GAN),
-    "dpselect_rows": ("dpselect", {**SMALL_GAN, "pool_multiplier": 4, "engine": "rows"}),
-    "dpselect_ga": ("dpselect", {**SMALL_GAN, "pool_multiplier": 4, "engine": "ga",
+    "dpselect_rows": ("dpselect", {**GAN, "pool_multiplier": 4, "engine": "rows"}),
+    "dpselect_ga": ("dpselect", {**GAN, "pool_multiplier": 4, "engine": "ga",
                                  "generations": 5, "population": 40, "parents": 4}),
-    "dpselect_measure": ("dpselect", {**SMALL_GAN, "rounds": 5}),
+    "dpselect_measure": ("dpselect", {**GAN, "rounds": 5}),
     "gsd": ("gsd", {"rounds": 3, "max_generations": 300, "rows": 500}),
     "private_sampling": ("private_sampling", {"columns": ["sex", "race", "income"],
                                               "allow_no_guarantee": True}),

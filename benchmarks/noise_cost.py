@@ -39,8 +39,8 @@ DELTA = 1e-5
 CASES = {
     "independent": ("independent", {}, None),
     "gsd (100 generations a round)": ("gsd", {"max_generations": 100}, None),
-    "dpselect rows: selection stage": ("dpselect", {"epochs": 1}, "select"),
-    "dpselect ga: selection stage": ("dpselect", {"epochs": 1, "engine": "ga"}, "select"),
+    "dpselect rows: selection stage": ("dpselect", {"gan__epochs": 1}, "select"),
+    "dpselect ga: selection stage": ("dpselect", {"gan__epochs": 1, "engine": "ga"}, "select"),
 }
 
 

@@ -105,8 +105,8 @@ def one_fit(path: str, schema_json: str, method: str, epsilon: float, seed: int,
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     fitted = time.perf_counter()
     file = TableFile(path)
-    params = ({"epochs": steps * 128 / len(file)} if steps and method in ("dpgan", "dpselect")
-              else {})
+    epochs = {"dpgan": "epochs", "dpselect": "gan__epochs"}.get(method)
+    params = {epochs: steps * 128 / len(file)} if steps and epochs else {}
     model = make(method, params).fit(file, schema, Budget(epsilon, default_delta(len(file))),
                              FitContext(postprocessing_seed=seed))
     fit_seconds = time.perf_counter() - fitted

@@ -66,7 +66,7 @@ SWEPT_WITH: dict[tuple[str, str], dict[str, Any]] = {("dpselect", "sections"): {
 # the slowest part), and each GSD round's genetic search stops at 1,500 generations (its early
 # stop ran ~15,000 on Adult; 2,000 fitted as well, 1,000 did not).
 DEMO = {"dpgan": {"epochs": 8, "generator_batch": 512},
-        "dpselect": {"epochs": 8, "generator_batch": 512},
+        "dpselect": {"gan__epochs": 8, "gan__generator_batch": 512},
         "gsd": {"max_generations": 1500}}
 
 TABLE = "sweep.csv"  # a recorded sweep's rows, in its run store folder

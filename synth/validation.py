@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -119,6 +119,14 @@ def specs(*params: Param) -> dict[str, Param]:
     for p in params:
         out.setdefault(p.name, p)
     return out
+
+
+def nest(outer: str, params: Mapping[str, Param]) -> tuple[Param, ...]:
+    """A nested method's ``params`` as its owner names them (``gan__epochs``), each still
+    worded as its own (label and help)."""
+    return tuple(replace(p, name=f"{outer}__{p.name}",
+                         label=p.label or p.name.replace("_", " ").capitalize())
+                 for p in params.values())
 
 
 def check_all(values: Mapping[str, Any], params: Mapping[str, Param]) -> dict[str, Any]:

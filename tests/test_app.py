@@ -396,12 +396,12 @@ def test_dpselect_runs_from_the_app_and_spends_both_shares(app):
     app.switch_page(SYNTH).run()
     app.selectbox[0].set_value("dpselect").run()
     assert "draws a large pool" in texts(app)
-    set_param(app, "dpselect", "epochs", 1.0)
+    set_param(app, "dpselect", "gan__epochs", 1.0)
     run(app)
     assert not app.exception and not app.error
     assert float({m.label: m.value for m in app.metric}["ε spent"]) == pytest.approx(1.0, rel=1e-3)
     assert "--method dpselect" in app.code[0].value
-    assert "--set epochs=1.0" in app.code[0].value
+    assert "--set gan__epochs=1.0" in app.code[0].value
 
 
 def test_dpselect_ga_engine_from_the_app(app):
@@ -412,7 +412,7 @@ def test_dpselect_ga_engine_from_the_app(app):
     # N_g·N_s + 1 selections (the DP simple GA, Algorithm 4.1) with N_s = 10 parents by default
     assert any("31 selections per section" in m.value for m in app.markdown)  # the preview
     assert app.number_input(key="composition-steps:dpselect:31").value == 3 * 10 + 1
-    set_param(app, "dpselect", "epochs", 1.0)
+    set_param(app, "dpselect", "gan__epochs", 1.0)
     run(app)
     assert not app.exception and not app.error
     assert float({m.label: m.value for m in app.metric}["ε spent"]) == pytest.approx(1.0, rel=1e-3)
@@ -761,7 +761,7 @@ def test_choices_survive_navigation_round_trips(app):
     app.selectbox(key="choice:method").set_value("dpselect").run()
     app.select_slider(key="choice:epsilon").set_value(4.0).run()
     app.slider(key="choice:share:dpselect").set_value(0.7).run()
-    app.number_input(key="param:dpselect:epochs").set_value(3.0).run()
+    app.number_input(key="param:dpselect:gan__epochs").set_value(3.0).run()
     app.number_input(key="choice:seed").set_value(7).run()
     app.switch_page(TRADEOFFS).run()
     app.multiselect(key=next(m.key for m in app.multiselect if "methods" in m.key)).set_value(
@@ -780,7 +780,7 @@ def test_choices_survive_navigation_round_trips(app):
     assert app.selectbox(key="choice:method").value == "dpselect"
     assert app.select_slider(key="choice:epsilon").value == 4.0
     assert app.slider(key="choice:share:dpselect").value == 0.7
-    assert app.number_input(key="param:dpselect:epochs").value == 3.0
+    assert app.number_input(key="param:dpselect:gan__epochs").value == 3.0
     assert app.number_input(key="choice:seed").value == 7
     assert "learning data-derived domains" in " ".join(s.label for s in app.slider)
     app.switch_page(TRADEOFFS).run()

@@ -255,7 +255,7 @@ def critic_steps(epochs: float) -> int:
     """DP-SGD steps the package plans for the rows the app gives DP-Select: the bundled
     sample less its held-out test sixth (steps do not depend on ε or δ)."""
     table, schema = load_sample()
-    model = make("dpselect", {"epochs": epochs})
+    model = make("dpselect", {"gan__epochs": epochs})
     (gan,) = [s for s in model.preview(given(table), schema, Budget(1.0, 1e-5))
               if s.stage == "gan"]
     return gan.event.steps

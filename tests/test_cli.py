@@ -174,7 +174,7 @@ def test_run_dpselect_with_the_ga_engine(tmp_path):
     table, schema = sample_paths()
     res = synth("run", table, "--schema", schema, "--method", "dpselect", "--epsilon", 1, "--out",
                 tmp_path / "o.csv", "--ledger", tmp_path / "l.json", "--set", "engine=ga",
-                "--set", "epochs=0.5", "--set", "pool_multiplier=3", "--set", "generations=4",
+                "--set", "gan__epochs=0.5", "--set", "pool_multiplier=3", "--set", "generations=4",
                 "--set", "population=40", "--quiet")
     assert res.returncode == 0, res.stderr
     assert len(pd.read_csv(tmp_path / "o.csv")) == len(pd.read_csv(table))

@@ -140,12 +140,13 @@ TIME = {"independent": {}, "mst": {"iterations": 400}, "private_sampling": {},
         "gsd": {"rounds": 4, "rows": 400, "mutations": 100, "crossovers": 100},
         "dpgan": {"epochs": 0.8, "critic_hidden": 64, "generator_batch": 4096,
                   "components": 128},
-        "dpselect": {"epochs": 0.8, "pool_multiplier": 20, "rounds": 3}}
+        "dpselect": {"gan__epochs": 0.8, "pool_multiplier": 20, "rounds": 3}}
 MEMORY = {"independent": {"bins": 32}, "mst": {"bins": 32}, "aim": {"max_cells": 10**7},
           "gsd": {"rows": 400, "elite": 4, "mutations": 100, "random_queries": 20_000},
           "dpgan": {"components": 128, "critic_hidden": 64, "batch_size": 256,
                     "generator_batch": 4096, "bins": 32},
-          "dpselect": {"pool_multiplier": 20, "components": 128, "batch_size": 256},
+          "dpselect": {"pool_multiplier": 20, "gan__components": 128,
+                       "gan__batch_size": 256},
           "private_sampling": {"m": 200_000, "k": 2000, "bins": 3}}
 
 

@@ -25,7 +25,9 @@ from synth.privacy.mechanisms import replayable_noise
 from synth.schema import prepare
 
 TINY = {"epochs": 0.5, "batch_size": 256}
-SELECT = {**TINY, "pool_multiplier": 3, "engine": "rows"}  # the measure engine: its own file
+# DP-Select's pool: the same GAN (its parameters as gan__epochs); the measure engine has its
+# own file
+SELECT = {**{f"gan__{k}": v for k, v in TINY.items()}, "pool_multiplier": 3, "engine": "rows"}
 # the DP simple GA's default generations N_g at each tabulated ε (Humphries & Kerschbaum 2023,
 # §5; ../shared/notes/dp-simple-ga.md §3), and its default N_s = 10 parents
 PAPER_GENERATIONS = {10**-2: 10, 10**-1.5: 10, 10**-1: 20, 10**-0.5: 50, 1.0: 75,
@@ -300,7 +302,7 @@ def test_cancel_mid_stage_stops_at_the_next_step(sample, stage, engine):
             stop.set()
             at_stop.append(event.step)
 
-    model = make("dpselect", {**SELECT, "epochs": 3, "pool_multiplier": 20, **engine})
+    model = make("dpselect", {**SELECT, "gan__epochs": 3, "pool_multiplier": 20, **engine})
     with pytest.raises(Cancelled):
         model.fit(table, schema, Budget(1.0, 1e-5, model.default_shares(schema)),
                   FitContext(postprocessing_seed=0, on_event=on_event, should_stop=stop.is_set))
@@ -322,7 +324,7 @@ def test_cancel_mid_stage_stops_at_the_next_step(sample, stage, engine):
 
 # one parameter out of its range: tests/test_validation.py, for every parameter of every method
 @pytest.mark.parametrize(("params", "message"), [
-    ({"sections": 10**6}, "sections"), ({"batch_size": 10**6}, "batch_size"),
+    ({"sections": 10**6}, "sections"), ({"gan__batch_size": 10**6}, "gan__batch_size"),
 ])
 def test_bad_parameters_are_refused_by_name(sample, params, message):
     table, schema = sample

@@ -27,7 +27,7 @@ from synth.runs import Run
 from synth.schema import Column, Schema
 from tests.test_gsd import zcdp_events_epsilon
 
-MEASURE = {"engine": "measure", "epochs": 0.5, "batch_size": 256, "pool_multiplier": 2}
+MEASURE = {"engine": "measure", "gan__epochs": 0.5, "gan__batch_size": 256, "pool_multiplier": 2}
 
 
 def test_the_ledger_holds_exactly_the_planned_events(sample):
@@ -146,7 +146,7 @@ def test_the_duration_shown_before_a_run_grows_with_the_work(sample):
         return Run(method, schema, 1.0, 1e-7, params, rows=rows).plan.seconds
 
     assert 0 < seconds("dpselect") < seconds("dpselect", 40_000)
-    assert seconds("dpselect", epochs=20) > seconds("dpselect")
+    assert seconds("dpselect", gan__epochs=20) > seconds("dpselect")
     assert seconds("dpselect", pool_multiplier=20) > seconds("dpselect")
     assert seconds("dpgan") < seconds("dpselect")
     assert seconds("dpgan", epochs=20) > seconds("dpgan")

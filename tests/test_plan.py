@@ -145,7 +145,7 @@ def test_a_gaussian_stage_with_delta_zero_is_refused_in_the_plan():
     ("private_sampling", {"m": 10**12}, "m"),
     ("private_sampling", {"k": 10**13}, "k"),
     ("independent", {"bins": 10**12}, "bins"),
-    ("dpselect", {"components": 10**12}, "components"),
+    ("dpselect", {"gan__components": 10**12}, "gan__components"),
     ("dpselect", {"engine": "rows", "candidates": 10**12}, "candidates"),
     ("dpselect", {"engine": "ga", "population": 10**12}, "population"),
     ("gsd", {"random_queries": 10**12}, "random_queries"),
@@ -275,8 +275,8 @@ def test_rules_and_refusals_see_only_the_public_population():
 
 @pytest.mark.parametrize("method,params", [("mst", {}), ("aim", {}),
                                            ("gsd", {"rounds": 3}), ("gsd", {}),
-                                           ("dpselect", {"rounds": 2, "batch_size": 16}),
-                                           ("dpselect", {"batch_size": 16})])
+                                           ("dpselect", {"rounds": 2, "gan__batch_size": 16}),
+                                           ("dpselect", {"gan__batch_size": 16})])
 def test_a_plan_that_passes_is_not_refused_at_any_row_estimate(method, params):
     """The audit: at k > 1 a fit makes its recipe again at n̂, the rows' DP estimate, after
     that estimate is charged; a noise check judged at n̂ could then refuse a run its plan

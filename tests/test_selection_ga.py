@@ -14,7 +14,7 @@ from synth.methods.dpselect.rows import cells
 from synth.privacy.budget import Budget
 from synth.privacy.composition import bounded_range
 
-GA = {"epochs": 0.5, "batch_size": 256, "pool_multiplier": 3, "engine": "ga",
+GA = {"gan__epochs": 0.5, "gan__batch_size": 256, "pool_multiplier": 3, "engine": "ga",
       "generations": 5, "population": 20, "parents": 4}
 
 
@@ -102,7 +102,7 @@ def test_ga_engine_ledger_events_and_output(sample, sections):
 ])
 def test_bad_ga_settings_are_refused_before_training(sample, params, message):
     table, schema = sample
-    model = make("dpselect", {**GA, "epochs": 50, **params})
+    model = make("dpselect", {**GA, "gan__epochs": 50, **params})
     started = time.monotonic()
     with pytest.raises(ParameterError, match=message):
         model.fit(table, schema, Budget(1.0, 1e-5, model.default_shares(schema)))

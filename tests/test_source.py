@@ -205,7 +205,7 @@ def test_domains_are_learned_from_the_chunks_before_the_counts(sample_file):
 def test_a_method_that_needs_rows_reads_the_file_whole(sample_file):
     file, _, schema = sample_file
     events = []
-    model = make("dpselect", {"epochs": 0.2, "engine": "rows", "pool_multiplier": 2}).fit(
+    model = make("dpselect", {"gan__epochs": 0.2, "engine": "rows", "pool_multiplier": 2}).fit(
         file, schema, BUDGET, FitContext(on_event=events.append, min_interval=0))
     read = [e.step for e in events if isinstance(e, Progress) and e.stage == READ]
     assert read[-1] == 5000 and model.n_rows_ == 5000

@@ -19,14 +19,14 @@ from .conftest import REPO
 
 def test_grid_expands_methods_epsilons_splits_values_and_seeds():
     jobs = grid(["independent", "dpselect"], [0.5, 2], seeds=3, param="sections",
-                values=[1, 5], shares=[0.2, 0.5], fixed={"dpselect": {"epochs": 1}})
+                values=[1, 5], shares=[0.2, 0.5], fixed={"dpselect": {"gan__epochs": 1}})
     independent = [j for j in jobs if j.method == "independent"]
     select = [j for j in jobs if j.method == "dpselect"]
     assert len(independent) == 2 * 3  # no 'sections', no share parameter: ε × seeds
     assert len(select) == 2 * 2 * 2 * 3  # ε × share × value × seed
     assert {j.params["sections"] for j in select} == {1, 5}
     assert {j.params["gan_share"] for j in select} == {0.2, 0.5}
-    assert all(j.params["epochs"] == 1 and j.param == "sections" for j in select)
+    assert all(j.params["gan__epochs"] == 1 and j.param == "sections" for j in select)
     assert {j.seed for j in jobs} == {0, 1, 2} and all(j.param is None for j in independent)
 
 

@@ -98,7 +98,12 @@ def test_dpselect_extends_the_gan_and_the_ga():
     from synth.privacy.dpsga import GA_PARAMS
 
     select = METHODS["dpselect"].params
-    assert all(select[k] is p for k, p in (*DPGAN.params.items(), *GA_PARAMS.items()))
+    assert all(select[k] is p for k, p in GA_PARAMS.items())
+    # the GAN's own constraints and words, under its nested names
+    for k, p in DPGAN.params.items():
+        mine = select[f"gan__{k}"]
+        assert (mine.kind, mine.low, mine.high, mine.help, mine.title, mine.advanced) == (
+            p.kind, p.low, p.high, p.help, p.title, p.advanced), k
     assert specs(Param("a", int), Param("a", str))["a"].kind is int  # the first one wins
 
 
@@ -113,7 +118,7 @@ def numpy_twin(value):
 @pytest.mark.parametrize("cls", list(METHODS.values()), ids=list(METHODS))
 def test_numpy_scalars_pass_wherever_python_numbers_do(cls):
     given = {k: numpy_twin(v) for k, v in cls.param_defaults().items() if v is not None}
-    values = cls(**given).check_params()
+    values = cls().set_params(**given).check_params()
     for name, value in given.items():
         assert values[name] == pytest.approx(value) if not isinstance(value, str) else \
             values[name] == value
@@ -129,9 +134,9 @@ def test_a_fit_with_numpy_parameters_releases(sample):
         "independent": {"bins": np.int64(8), "exact_integers": np.int32(0)},
         "gsd": {"rounds": np.int64(2), "rows": np.int64(100), "max_generations": np.int64(50),
                 "one_shot": np.bool_(False)},
-        "dpselect": {"epochs": np.int64(1), "batch_size": np.int64(64),
-                     "components": np.int64(4), "critic_hidden": np.int64(8),
-                     "generator_batch": np.int64(64), "pool_multiplier": np.int64(2),
+        "dpselect": {"gan__epochs": np.int64(1), "gan__batch_size": np.int64(64),
+                     "gan__components": np.int64(4), "gan__critic_hidden": np.int64(8),
+                     "gan__generator_batch": np.int64(64), "pool_multiplier": np.int64(2),
                      "engine": "ga", "generations": np.int64(2), "population": np.int64(10),
                      "parents": np.int64(2), "p_c": np.float32(0.5)},
     }.items():
@@ -178,9 +183,9 @@ def test_whole_floats_reach_the_method_as_integers(sample):
 # ---- the CLI's --set reads the declared types ----------------------------------------------
 
 def test_set_parses_by_the_declared_type():
-    params, shares = parse_settings(["engine=ga", "p_c=0.5", "generations=null", "epochs=1",
+    params, shares = parse_settings(["engine=ga", "p_c=0.5", "generations=null", "gan__epochs=1",
                                      "queries=3", "share.gan=0.3"], "dpselect")
-    assert params == {"engine": "ga", "p_c": 0.5, "generations": None, "epochs": 1,
+    assert params == {"engine": "ga", "p_c": 0.5, "generations": None, "gan__epochs": 1,
                       "queries": 3} and shares == {"gan": 0.3}  # queries: not dpselect's
     assert parse_settings(['engine="ga"'], "dpselect")[0] == {"engine": "ga"}  # run_command's
     assert parse_settings(["queries=cat2+bt"], "gsd")[0] == {"queries": "cat2+bt"}
@@ -205,3 +210,21 @@ def test_the_cli_refuses_a_bad_setting_in_one_line(tmp_path, capsys, setting, me
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), lines
     assert re.search(message, lines[0]), lines[0]
     assert not list(tmp_path.iterdir())  # refused before anything ran or was written
+
+
+def test_a_nested_methods_refusal_names_its_owners_parameter():
+    """DP-Select's GAN is a DPGAN configured as ``gan``: its rules refuse in DP-Select's
+    names, so the message and the app's one-click fix set ``gan__batch_size``, which exists,
+    and a caller's DPGAN is never changed by a fit's settings."""
+    from synth.methods.dpgan import DPGAN
+
+    given = DPGAN(epochs=2)
+    model = METHODS["dpselect"](gan=given)
+    with pytest.raises(ParameterError, match=r"^gan__batch_size \(128\) must be smaller") as err:
+        model.check_params(60)
+    ((setting, value),) = err.value.fixes[0].changes
+    assert setting == "gan__batch_size" and setting in model.param_defaults() and value == 15
+    model.set_params(gan__batch_size=16)
+    assert model.check_params(60)["gan__batch_size"] == 16 and given.batch_size == 128
+    with pytest.raises(ParameterError, match="did you mean 'gan__epochs'"):
+        model.set_params(epochs=3)

@@ -58,13 +58,7 @@ def make(name: str, params: Mapping[str, Any] | None = None) -> Synthesizer:
     if params is not None and not isinstance(params, Mapping):
         raise ParameterError(f"params must be a mapping of parameter name to value, got "
                              f"{params!r}")
-    params = dict(params or {})
-    known = cls.param_defaults()
-    unknown = sorted(set(params) - set(known))
-    if unknown:
-        raise ParameterError(f"unknown parameter {unknown[0]!r} for method {name!r}; "
-                             f"it takes {sorted(known) or 'no parameters'}")
-    return cls(**params)
+    return cls().set_params(**dict(params or {}))
 
 
 def _value(text: str, param: Param | None = None) -> Any:

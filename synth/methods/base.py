@@ -269,15 +269,57 @@ class Synthesizer:
     # a small setting that fits a few thousand rows in seconds: what the method contract suite
     # (tests/test_contract.py) and smoke checks run, never a default for stewards
     quick: ClassVar[Mapping[str, Any]] = {}
+    # constructor parameters that are another method, configured (DP-Select's ``gan``: a
+    # DPGAN; None means its defaults). Their parameters are named ``gan__epochs``,
+    # scikit-learn's way, wherever parameters are named: params, get_params, make, --set
+    nested: ClassVar[Mapping[str, type[Synthesizer]]] = {}
 
     def get_params(self) -> dict[str, Any]:
-        sig = inspect.signature(type(self).__init__)
-        return {p: getattr(self, p) for p in sig.parameters if p != "self"}
+        """Every parameter by name, a nested method's as ``name__param``."""
+        values: dict[str, Any] = {}
+        for name in _signature(type(self)):
+            value = getattr(self, name)
+            if name in self.nested:
+                inner = self.nested[name]() if value is None else value
+                values.update({f"{name}__{k}": v for k, v in inner.get_params().items()})
+            else:
+                values[name] = value
+        return values
 
     @classmethod
     def param_defaults(cls) -> dict[str, Any]:
-        sig = inspect.signature(cls.__init__)
-        return {p.name: p.default for p in sig.parameters.values() if p.name != "self"}
+        """The defaults by name, a nested method's as ``name__param``."""
+        values: dict[str, Any] = {}
+        for name, default in _signature(cls).items():
+            if name in cls.nested:  # its default: None, the nested method's defaults
+                values.update({f"{name}__{k}": v
+                               for k, v in cls.nested[name].param_defaults().items()})
+            else:
+                values[name] = default
+        return values
+
+    def set_params(self, **values: Any) -> Synthesizer:
+        """Set parameters by name (``gan__epochs`` sets the nested method's: a new one is
+        made, so a method given by the caller is never changed); unknown names are
+        refused by name."""
+        known = self.param_defaults()
+        for name in values:
+            if name not in known:
+                nest = [f"{n}__{name}" for n in self.nested if f"{n}__{name}" in known]
+                raise ParameterError(
+                    f"unknown parameter {name!r} for method {self.name!r}; "
+                    + (f"did you mean {nest[0]!r}?" if nest else
+                       f"it takes {sorted(known) or 'no parameters'}"))
+        for outer, cls in self.nested.items():
+            mine = inner(values, outer)
+            if mine:
+                current = getattr(self, outer)
+                setattr(self, outer, cls(**{**({} if current is None else
+                                                current.get_params()), **mine}))
+        for name, value in values.items():
+            if "__" not in name:
+                setattr(self, name, value)
+        return self
 
     def default_shares(self, schema: Schema, unit: PrivacyUnit | None = None,
                        domain_share: float | None = None) -> dict[str, float]:
@@ -306,6 +348,11 @@ class Synthesizer:
         if n is not None:
             n = (n if isinstance(n, Population) else Population.of(n, PrivacyUnit())).public()
         self._check_rules(values, n, schema)
+        for outer, cls in self.nested.items():  # a nested method's rules, in its owner's names
+            try:
+                cls()._check_rules(inner(values, outer), n, schema)
+            except ParameterError as exc:
+                raise renamed(exc, outer, cls.params) from None
         parts, most = self._memory(values, n, schema), memory_bound()
         if sum(parts.values()) > most:
             worst = max(parts, key=parts.__getitem__)
@@ -486,9 +533,8 @@ class Synthesizer:
         """The parameters as the plain Python values :meth:`check_params` made of them
         (np.int64(8) → 8, 64.0 → 64 for an integer: torch and JSON take those) while the fit
         reads them; the caller's, as given, afterwards (the scikit-learn contract)."""
-        given = self.get_params()
-        for name, value in values.items():
-            setattr(self, name, value)
+        given = {name: getattr(self, name) for name in _signature(type(self))}
+        self.set_params(**values)
         try:
             yield
         finally:
@@ -584,6 +630,28 @@ class Synthesizer:
 
 BYTES_PER_CELL = 100  # sampling then writing a CSV peaks near 90 bytes a cell (measured)
 MAX_SAMPLE_BYTES = 8 * 1024**3
+
+
+def inner(values: Mapping[str, Any], outer: str) -> dict[str, Any]:
+    """The parameters of the method nested as ``outer``, by its own names."""
+    return {k.split("__", 1)[1]: v for k, v in values.items() if k.startswith(f"{outer}__")}
+
+
+def renamed(exc: ParameterError, outer: str, names: Mapping[str, Any]) -> ParameterError:
+    """A nested method's refusal in its owner's names: the parameter it starts with and
+    those its fixes set become ``outer__name``."""
+    def name(word: str) -> str:
+        return f"{outer}__{word}" if word in names else word
+
+    first, _, rest = str(exc).partition(" ")
+    fixes = [replace(f, changes=tuple((name(k), v) for k, v in f.changes)) for f in exc.fixes]
+    return ParameterError(f"{name(first)} {rest}", fixes=fixes)
+
+
+def _signature(cls: type) -> dict[str, Any]:
+    """The constructor's parameters and their defaults."""
+    return {p.name: p.default for p in inspect.signature(cls.__init__).parameters.values()
+            if p.name != "self"}
 
 
 def check_seed(seed: Any, name: str) -> int | None:

@@ -19,12 +19,13 @@ measurements of the private table's marginals, chosen adaptively, and then weigh
 fit them, which is post-processing (:mod:`.measure`); ``rows`` picks the rows one at a time (the
 thesis); ``ga`` chooses a section's whole output at once with the DP simple GA (:mod:`.ga`),
 N_g·N_s + 1 strong selections instead of n_s weak ones. The method holds a DP-GAN for the pool
-and one engine; its parameters are theirs, so ``--set engine=…`` and saved configurations
-name them all.
+(its ``gan``, whose parameters are named ``gan__epochs`` and so on) and one engine, whose
+parameters are the method's own (``--set engine=ga``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -32,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from synth.encoding import Discretizer
-from synth.methods.base import FitContext, Synthesizer, check_rows, resample
+from synth.methods.base import FitContext, Synthesizer, check_rows, inner, resample
 from synth.methods.dpgan.codes import PrivateCodes
 from synth.methods.dpgan.method import DPGAN, GAN
 from synth.methods.dpselect.engines import ENGINES, SELECT, Engine
@@ -40,7 +41,7 @@ from synth.plan import Recipe
 from synth.privacy.budget import Budget
 from synth.privacy.unit import Population, PrivacyUnit
 from synth.schema import Schema
-from synth.validation import Param, specs
+from synth.validation import Param, nest, specs
 
 
 class DPSelect(Synthesizer):
@@ -66,8 +67,9 @@ class DPSelect(Synthesizer):
     generations, population, parents, p_c, p_m : the ``ga`` engine's N_g (default: the
         paper's table at the selection ε), N_p, N_s, crossover and per-gene mutation
         probabilities (p_m default 1/(n_s + 1)).
-    epochs, batch_size, components, critic_hidden, generator_batch, lr_critic, lr_generator,
-        max_grad_norm, bins, exact_integers : the pool's DP-GAN (see :class:`DPGAN`).
+    gan : the pool's DP-GAN, configured (a :class:`DPGAN`; None: its defaults). Its
+        parameters are named ``gan__epochs``, ``gan__batch_size`` and so on wherever
+        parameters are named (``make``, ``--set``, saved configurations).
     """
 
     name = "dpselect"
@@ -80,7 +82,7 @@ class DPSelect(Synthesizer):
             "table fits in memory: on Adult at ε = 1 (measure engine), 2-way TVD 0.048 and "
             "tree accuracy 0.813 in 58 s, and the lowest 2-way TVD at ε = 0.5 (0.062).")
     share_param = "gan_share"
-    quick: ClassVar[Mapping[str, Any]] = {"epochs": 0.2, "rounds": 2}
+    quick: ClassVar[Mapping[str, Any]] = {"gan__epochs": 0.2, "rounds": 2}
     params: ClassVar[Mapping[str, Param]] = specs(
         Param("engine", str, choices=tuple(ENGINES), advanced=False, label="Selection engine",
               help="measure: Gaussian measurements of every column's marginal, every pair "
@@ -100,41 +102,29 @@ class DPSelect(Synthesizer):
                    "marginals). A "
                    "smaller pool makes a quicker trial."),
         *(p for engine in ENGINES.values() for p in engine.params.values()),
-        *DPGAN.params.values())
+        *nest("gan", DPGAN.params))
+    nested: ClassVar[Mapping[str, type[Synthesizer]]] = {"gan": DPGAN}
 
     def __init__(self, gan_share: float = 0.2, pool_multiplier: float | None = None,
-                 rounds: int | None = None, candidates: int | None = None,
-                 sections: int | None = None,
-                 distance: str = "l1", marginal_fraction: float = 0.1, engine: str = "measure",
+                 engine: str = "measure", rounds: int | None = None,
+                 candidates: int | None = None, sections: int | None = None,
+                 distance: str = "l1", marginal_fraction: float = 0.1,
                  generations: int | None = None, population: int = 200, parents: int = 10,
-                 p_c: float = 0.5, p_m: float | None = None, epochs: float = 10.0,
-                 batch_size: int = 128,
-                 components: int = 64, critic_hidden: int = 32, generator_batch: int = 2048,
-                 lr_critic: float = 3e-3, lr_generator: float = 1e-2, max_grad_norm: float = 0.1,
-                 bins: int = 16, exact_integers: int = 128):
+                 p_c: float = 0.5, p_m: float | None = None, gan: DPGAN | None = None):
         self.gan_share = gan_share
         self.pool_multiplier = pool_multiplier
+        self.engine = engine
         self.rounds = rounds
         self.candidates = candidates
         self.sections = sections
         self.distance = distance
         self.marginal_fraction = marginal_fraction
-        self.engine = engine
         self.generations = generations
         self.population = population
         self.parents = parents
         self.p_c = p_c
         self.p_m = p_m
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.components = components
-        self.critic_hidden = critic_hidden
-        self.generator_batch = generator_batch
-        self.lr_critic = lr_critic
-        self.lr_generator = lr_generator
-        self.max_grad_norm = max_grad_norm
-        self.bins = bins
-        self.exact_integers = exact_integers
+        self.gan = gan
 
     @property
     def stages(self) -> dict[str, float]:  # type: ignore[override]
@@ -155,17 +145,17 @@ class DPSelect(Synthesizer):
         return self._parts(self.get_params())[1]
 
     def _parts(self, values: Mapping[str, Any]) -> tuple[DPGAN, Engine]:
-        """The DP-GAN that draws the pool and the engine that chooses from it."""
+        """The DP-GAN that draws the pool (a fresh one, configured as ``gan``) and the engine
+        that chooses from it."""
         engine = ENGINES[self.params["engine"].check(values["engine"])]
-        return DPGAN(**{p: values[p] for p in DPGAN.params}), engine(values)
+        return DPGAN(**inner(values, "gan")), engine(values)
 
     def check_unit(self, unit: PrivacyUnit) -> None:
         self.selector.check_unit(unit)
 
     def _check_rules(self, values: dict, population: Population | None,
                      schema: Schema | None) -> None:
-        gan, engine = self._parts(values)
-        gan._check_rules(values, population, schema)
+        engine = self._parts(values)[1]
         engine.check_rules(values, population, schema)
         # the pool's memory bound from public facts: n, or k·U for units (n̂ comes later)
         if population is not None and schema is not None:
@@ -174,9 +164,13 @@ class DPSelect(Synthesizer):
 
     def _memory(self, values: dict, population: Population | None, schema: Schema | None
                 ) -> dict[str, int]:
-        """DP-GAN's networks, plus the engine's working arrays."""
+        """DP-GAN's networks (in its parameters' names here), plus the engine's working
+        arrays."""
         gan, engine = self._parts(values)
-        return {**gan._memory(values, population, schema), **engine.memory(population, schema)}
+        nets = gan._memory(inner(values, "gan"), population, schema)
+        named = re.compile(rf"\b({'|'.join(DPGAN.params)})\b")
+        return {**{named.sub(r"gan__\1", k): v for k, v in nets.items()},
+                **engine.memory(population, schema)}
 
     def selections(self, n: int, epsilon: float) -> int:
         """How many private selections share the selection budget ``epsilon`` (the app's
@@ -195,7 +189,7 @@ class DPSelect(Synthesizer):
     def _fit(self, data: pd.DataFrame, schema: Schema, recipe: Recipe, ctx: FitContext
              ) -> None:
         gan, engine = self._parts(self.get_params())
-        discretizer = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
+        discretizer = Discretizer(schema, bins=gan.bins, exact_integers=gan.exact_integers)
         codes = ctx.wait(lambda: discretizer.codes(data))  # before the GAN's stage begins
         self.gan_ = gan.train(PrivateCodes.of_array(codes), discretizer, recipe[GAN]["sgd"],
                               self.ledger_, self.rng_, ctx, self._units)
