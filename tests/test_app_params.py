@@ -42,7 +42,7 @@ def test_dpselect_shows_engine_as_a_choice_and_hides_the_rest(page):
     assert any("**Time**: a few seconds" in m.value for m in page.markdown)
     page.selectbox[0].set_value("dpselect").run()
     inside = widgets(advanced(page))
-    assert set(widgets(page)) - set(inside) == {"engine", "pool_multiplier", "epochs"}
+    assert set(widgets(page)) - set(inside) == {"engine", "pool_multiplier", "gan__epochs"}
     assert inside["distance"].options == list(DISTANCES)  # a select box, not free text
     assert inside["p_c"].label == "Crossover probability (p_c)"
     assert inside["p_c"].min == 0 and inside["p_c"].max == 1  # the declared interval
