@@ -41,6 +41,8 @@ class Fidelity:
     per_pair: pd.DataFrame  # symmetric matrix of 2-way TVDs, NaN on the diagonal
     # column → share of the real rows the release cannot hold (outside its bounds, folded)
     outside: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))
+    # column → share of the release's rows beyond every real value (:func:`beyond`)
+    beyond: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))
 
 
 def _histogram(codes: np.ndarray, sizes: np.ndarray, columns: tuple[int, ...]) -> np.ndarray:
@@ -69,13 +71,32 @@ def outside(real: pd.DataFrame, schema: Schema) -> pd.Series:
     return pd.Series(shares, dtype=float)
 
 
+def beyond(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> pd.Series:
+    """Per number or date column, the share of ``synth``'s rows beyond the real table's
+    range (below its least value or above its greatest): values the release makes up
+    where its bounds, declared or learned with noise, are wider than the data. For the
+    steward's eyes: it reads the private table."""
+    shares = {}
+    for col in schema:
+        if (col.kind == CATEGORICAL or col.name not in real.columns
+                or col.name not in synth.columns or not len(synth)):
+            continue
+        seen = present_numbers(col, real[col.name])
+        if len(seen):
+            made = present_numbers(col, synth[col.name])
+            shares[col.name] = float(((made < seen.min()) | (made > seen.max())).sum()
+                                     / len(synth))
+    return pd.Series(shares, dtype=float)
+
+
 def marginal_tvd(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
                  bins: int = FIDELITY_BINS) -> Fidelity:
     """TVDs between the tables' marginals; numbers in ``bins`` equal-width bins over the
     schema's bounds widened to cover the real values (never clipped into a release's
     learned range), categories as they are (categories the schema lacks are added); with
-    each column's share of real rows :func:`outside` the release."""
-    lost = outside(real, schema)
+    each column's share of real rows :func:`outside` the release and of the release's rows
+    :func:`beyond` the real range."""
+    lost, made_up = outside(real, schema), beyond(real, synth, schema)
     schema = comparable(schema, real, synth, real=real)
     a, b = prepare(real, schema), prepare(synth, schema, released=True)
     # a missing number is a value: its indicator is compared too, where either table has any
@@ -98,7 +119,7 @@ def marginal_tvd(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
         pair[i, j] = pair[j, i] = 0.5 * np.abs(p - q).sum()
     tvd2 = float(np.nanmean(pair)) if len(names) > 1 else float("nan")
     return Fidelity(float(per_column.mean()), tvd2, per_column,
-                    pd.DataFrame(pair, index=names, columns=names), lost)
+                    pd.DataFrame(pair, index=names, columns=names), lost, made_up)
 
 
 def _model(schema: Schema, target: str, kind: str):

@@ -555,6 +555,8 @@ def test_compare_page_shows_every_chosen_run(app):
     table = app.table[0].value
     assert list(table["ε"]) == pytest.approx([1.0, 4.0])
     assert table["tree accuracy"].notna().all()
+    said = texts(app)  # what the releases made up past the real range: a table, or none
+    assert ("Beyond the real range" in said) != ("No release has a number or date" in said)
     charts = [c.proto.spec for c in app.get("plotly_chart")]
     assert sum("2-way marginal TVD" in c or "#1" in c for c in charts) >= 1
     assert any("Decision-tree utility" in c for c in charts)

@@ -156,3 +156,32 @@ def test_a_bound_the_private_values_hold_as_often_is_no_pile():
     said = [c.text for c in release_checklist(real, synthetic, schema)]
     assert not any(t.startswith("month:") and "at a bound" in t for t in said), said
     assert any(t.startswith("amount:") and "exactly at a bound" in t for t in said), said
+
+
+def test_compare_shows_what_a_release_makes_up_beyond_the_real_range():
+    """A known leftover of issue 49: Compare said what a release cannot hold, but not the
+    values it makes up past the real table (declared or noisy learned bounds wider than the
+    data). Heavy-tailed delays with a sentinel, a zero-inflated amount and a date: each
+    column's share of synthetic rows below the least or above the greatest real value, by
+    hand; inside the range, and in a category, nothing is counted."""
+    from synth.evaluation import beyond
+
+    real = pd.DataFrame({"delay": [-5, 0, 0, 120, 999],  # 999: a sentinel, the real maximum
+                         "amount": [0.0, 0.0, 0.0, 12.5, 40.0],
+                         "day": ["2024-01-02", "2024-01-05", "2024-02-01", "2024-03-01",
+                                 "2024-03-09"],
+                         "carrier": ["AA", "DL", "AA", "DL", "AA"]})
+    synthetic = pd.DataFrame({"delay": [-6, 0, 500, 1000, 3],  # 2 of 5 beyond [−5, 999]
+                              "amount": [0.0, -1.0, 40.0, 41.0, 12.0],  # 2 of 5 beyond
+                              "day": ["2023-12-31", "2024-01-02", "2024-03-09", "2024-02-02",
+                                      None],  # 1 of 5 beyond, a blank is not
+                              "carrier": ["ZZ", "AA", "DL", "AA", "DL"]})
+    schema = Schema((Column("delay", "numeric", lower=-60.0, upper=1500.0, integer=True),
+                     Column("amount", "numeric", lower=-10.0, upper=100.0),
+                     Column("day", "datetime", lower=19_700.0, upper=19_800.0,
+                            granularity="day", missing="indicator"),
+                     Column("carrier", "categorical", categories=("AA", "DL"))))
+    made_up = beyond(real, synthetic, schema)
+    assert made_up.to_dict() == pytest.approx({"delay": 0.4, "amount": 0.4, "day": 0.2})
+    assert beyond(real, real, schema).eq(0).all()  # the real table makes nothing up
+    assert marginal_tvd(real, synthetic, schema).beyond.to_dict() == made_up.to_dict()
