@@ -43,7 +43,8 @@ def critic_steps(method: str, epochs: float) -> int:
     from synth.runs import synthesized_rows
 
     table, schema = load_sample()
-    (gan,) = [s for s in make(method, {"epochs": epochs}).preview(
+    epochs_name = "gan__epochs" if method == "dpselect" else "epochs"  # DP-Select's GAN
+    (gan,) = [s for s in make(method, {epochs_name: epochs}).preview(
         synthesized_rows(len(table), schema), schema, Budget(1.0, 1e-5)) if s.stage == "gan"]
     return gan.event.steps
 

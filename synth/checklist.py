@@ -13,14 +13,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from synth import dates
+from synth.declarations import present_numbers
 from synth.privacy.unit import PrivacyUnit, beyond_cap
 from synth.release import formula_cells, formula_like
 from synth.schema import (
     CATEGORICAL,
-    DATETIME,
     OTHER,
-    Column,
     Schema,
     category_values,
     numbers_as_text,
@@ -55,7 +53,7 @@ def release_checklist(real: pd.DataFrame, synthetic: pd.DataFrame,
         if col.kind == CATEGORICAL:
             checks += _folded(col.name, values, col.categories or ())
         elif col.lower is not None:
-            numbers = _numbers(col, values, released=False)
+            numbers = present_numbers(col, values)
             # of all rows, blanks too: the share Compare's "most lost" shows
             outside = float(((numbers < col.lower) | (numbers > col.upper)).sum()
                             / len(values)) if len(values) else 0.0
@@ -64,7 +62,7 @@ def release_checklist(real: pd.DataFrame, synthetic: pd.DataFrame,
                     "bounds", f"{col.name}: {outside:.1%} of private rows hold a value outside "
                     f"[{col.shown(col.lower)}, {col.shown(col.upper)}] and were clipped to "
                     "the bounds", warn=outside > LOUD))
-            synth = pd.Series(_numbers(col, synthetic[col.name], released=True))
+            synth = pd.Series(present_numbers(col, synthetic[col.name], released=True))
             at = float(synth.isin([col.lower, col.upper]).mean()) if len(synth) else 0.0
             # a pile at a bound beyond what the private values hold there (a month's 1 and 12
             # hold a sixth of a uniform table's rows: that is no pile)
@@ -87,17 +85,6 @@ def release_checklist(real: pd.DataFrame, synthetic: pd.DataFrame,
                                 "are numbers stored as text, synthesized as categories; read "
                                 "them as numbers and declare the column numeric", warn=True))
     return checks + _formulas(synthetic)
-
-
-def _numbers(col: Column, values: pd.Series, released: bool) -> np.ndarray:
-    """A number's or a date's present values as numbers (a date in units since the epoch,
-    at its granularity, read in its release format where ``released``, else as the private
-    table writes it); anything unreadable left out."""
-    if col.kind == DATETIME:
-        fmt = dates.release_format(col) if released else col.input_format
-        units = dates.parse(values, col.granularity, col.timezone, fmt)[0]
-        return units[~np.isnan(units)]
-    return pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float)
 
 
 def _formulas(synthetic: pd.DataFrame) -> list[Check]:

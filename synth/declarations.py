@@ -167,11 +167,13 @@ def declaration(col: Column) -> str:
     return f"{col.name}: {what}; {domain}"
 
 
-def present_numbers(col: Column, values: pd.Series) -> np.ndarray:
+def present_numbers(col: Column, values: pd.Series, released: bool = False) -> np.ndarray:
     """A number's or a date's readable present values as numbers (dates as units since the
-    epoch)."""
+    epoch, read as the private table writes them, or in the release's format where
+    ``released``); anything unreadable left out."""
     if col.kind == DATETIME:
-        units = dates.parse(values, col.granularity, col.timezone, col.input_format)[0]
+        fmt = dates.release_format(col) if released else col.input_format
+        units = dates.parse(values, col.granularity, col.timezone, fmt)[0]
         return units[~np.isnan(units)]
     return pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float)
 

@@ -17,7 +17,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -29,6 +29,9 @@ from synth.schema import Schema
 from synth.source import TableFile
 from synth.status import CANCELLED, FAILED, ended
 from synth.store import SWEEP, RunEntry, RunStore, StoreError
+
+if TYPE_CHECKING:
+    from synth.methods import Synthesizer
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +95,16 @@ class Job:
 UNIT_K = "max_rows_per_unit"  # the swept "parameter" of a sweep over the bound k
 
 
+def swept_name(cls: type[Synthesizer], param: str | None) -> str | None:
+    """What ``cls`` calls the swept ``param``: its own, or a nested method's
+    (DP-Select's ``gan__epochs`` for ``epochs``); None where it has none."""
+    if param is None:
+        return None
+    known = cls.param_defaults()
+    return next((n for n in (param, *(f"{o}__{param}" for o in cls.nested)) if n in known),
+                None)
+
+
 def grid(methods: Sequence[str], epsilons: Iterable[float], seeds: int = 3,
          param: str | None = None, values: Iterable[Any] = (),
          shares: Iterable[float] = (), fixed: Mapping[str, Mapping[str, Any]] | None = None,
@@ -124,13 +137,14 @@ def grid(methods: Sequence[str], epsilons: Iterable[float], seeds: int = 3,
     jobs = []
     for method in methods:
         cls = METHODS[method]
-        mine = values if param in cls.param_defaults() else [None]
+        name = swept_name(cls, param)
+        mine = values if name is not None else [None]
         splits = shares if shares and cls.share_param else [None]
         for eps, share, value, seed in itertools.product(epsilons, splits, mine, range(seeds)):
             params = {**(SWEPT_WITH.get((method, param), {}) if value is not None else {}),
                       **(fixed or {}).get(method, {})}
             if value is not None:
-                params[param] = value
+                params[name] = value
             if share is not None:
                 params[cls.share_param] = share
             jobs.append(Job(method, float(eps), seed, params, share,
@@ -145,11 +159,13 @@ def run_job(job: Job, train: pd.DataFrame | TableFile, test: pd.DataFrame | None
     worker, which opens the account's file itself, and a table read where it lies too: a
     :class:`~synth.source.TableFile` travels as its path, never as rows). A job that fails
     is a row too: its ``error`` says why, its ledger columns what it spent before stopping."""
+    from synth.methods import METHODS
     from synth.runs import Run
 
     row = {"method": job.method, "epsilon": job.epsilon, "seed": job.seed, "param": job.param,
            "value": job.unit.max_rows if job.param == UNIT_K else
-           job.params.get(job.param) if job.param else None, "share": job.share}
+           job.params.get(swept_name(METHODS[job.method], job.param)) if job.param else None,
+           "share": job.share}
     started, planned = time.perf_counter(), None
     try:
         planned = Run(job.method, schema, job.epsilon, delta, job.params,

@@ -185,3 +185,16 @@ def test_compare_shows_what_a_release_makes_up_beyond_the_real_range():
     assert made_up.to_dict() == pytest.approx({"delay": 0.4, "amount": 0.4, "day": 0.2})
     assert beyond(real, real, schema).eq(0).all()  # the real table makes nothing up
     assert marginal_tvd(real, synthetic, schema).beyond.to_dict() == made_up.to_dict()
+
+
+def test_made_up_dates_are_read_in_the_releases_format():
+    """The review: a private file's dates in day/month/year are released in ISO, and were
+    read back in the private format: every synthetic date unreadable, none counted beyond
+    the range, and Compare said none was."""
+    from synth.evaluation import beyond
+
+    real = pd.DataFrame({"day": ["02/01/2024", "09/03/2024"]})  # 2 Jan and 9 Mar 2024
+    synthetic = pd.DataFrame({"day": ["2023-12-31", "2024-02-01", "2024-03-10", None]})
+    schema = Schema((Column("day", "datetime", lower=19_700.0, upper=19_800.0,
+                            granularity="day", input_format="%d/%m/%Y", missing="indicator"),))
+    assert beyond(real, synthetic, schema)["day"] == pytest.approx(2 / 4)

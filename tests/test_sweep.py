@@ -206,3 +206,13 @@ def test_a_sweep_is_recorded_with_its_rows_and_a_stopped_one_as_cancelled(sample
     assert recorded(finished).to_csv(index=False) == whole.to_csv(index=False)
     assert stopped.status == CANCELLED and stopped.summary["rows"] == len(part) == 2
     assert recorded(stopped).to_csv(index=False) == part.to_csv(index=False)
+
+
+def test_a_swept_parameter_reaches_a_nested_methods_own():
+    """DP-Select's GAN is nested (its epochs are gan__epochs): sweeping epochs over DP-GAN
+    and DP-Select sets both, and each row says the value it ran with."""
+    jobs = grid(["dpgan", "dpselect", "mst"], [1.0], seeds=1, param="epochs", values=[2, 3])
+    runs = {(j.method, j.params.get("epochs", j.params.get("gan__epochs"))) for j in jobs}
+    assert runs == {("dpgan", 2), ("dpgan", 3), ("dpselect", 2), ("dpselect", 3),
+                    ("mst", None)}
+    assert all(j.param == "epochs" for j in jobs if j.method != "mst")

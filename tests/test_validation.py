@@ -228,3 +228,9 @@ def test_a_nested_methods_refusal_names_its_owners_parameter():
     assert model.check_params(60)["gan__batch_size"] == 16 and given.batch_size == 128
     with pytest.raises(ParameterError, match="did you mean 'gan__epochs'"):
         model.set_params(epochs=3)
+    # a configured GAN, then its parameters; anything but a DPGAN is refused by name
+    model.set_params(gan=DPGAN(epochs=4), gan__batch_size=16)
+    assert (model.gan.epochs, model.gan.batch_size) == (4, 16)
+    for wrong in ({"epochs": 5}, DPGAN):
+        with pytest.raises(ParameterError, match=r"^gan must be a configured DPGAN"):
+            METHODS["dpselect"](gan=wrong).check_params()

@@ -280,6 +280,7 @@ class Synthesizer:
         for name in _signature(type(self)):
             value = getattr(self, name)
             if name in self.nested:
+                _check_nested(name, self.nested[name], value)
                 inner = self.nested[name]() if value is None else value
                 values.update({f"{name}__{k}": v for k, v in inner.get_params().items()})
             else:
@@ -304,20 +305,23 @@ class Synthesizer:
         refused by name."""
         known = self.param_defaults()
         for name in values:
-            if name not in known:
+            if name not in known and name not in self.nested:
                 nest = [f"{n}__{name}" for n in self.nested if f"{n}__{name}" in known]
                 raise ParameterError(
                     f"unknown parameter {name!r} for method {self.name!r}; "
                     + (f"did you mean {nest[0]!r}?" if nest else
                        f"it takes {sorted(known) or 'no parameters'}"))
         for outer, cls in self.nested.items():
+            if outer in values:  # a configured method first, then any of its parameters
+                _check_nested(outer, cls, values[outer])
+                setattr(self, outer, values[outer])
             mine = inner(values, outer)
             if mine:
                 current = getattr(self, outer)
                 setattr(self, outer, cls(**{**({} if current is None else
                                                 current.get_params()), **mine}))
         for name, value in values.items():
-            if "__" not in name:
+            if "__" not in name and name not in self.nested:
                 setattr(self, name, value)
         return self
 
@@ -643,9 +647,18 @@ def renamed(exc: ParameterError, outer: str, names: Mapping[str, Any]) -> Parame
     def name(word: str) -> str:
         return f"{outer}__{word}" if word in names else word
 
-    first, _, rest = str(exc).partition(" ")
+    first, gap, rest = str(exc).partition(" ")
+    brief_first, brief_gap, brief_rest = exc.brief.partition(" ")
     fixes = [replace(f, changes=tuple((name(k), v) for k, v in f.changes)) for f in exc.fixes]
-    return ParameterError(f"{name(first)} {rest}", fixes=fixes)
+    return ParameterError(f"{name(first)}{gap}{rest}", fixes=fixes,
+                          brief=f"{name(brief_first)}{brief_gap}{brief_rest}")
+
+
+def _check_nested(name: str, cls: type, value: Any) -> None:
+    """A nested method is given configured, as an instance of its class, or None."""
+    if value is not None and not isinstance(value, cls):
+        raise ParameterError(f"{name} must be a configured {cls.__name__} (e.g. "
+                             f"{cls.__name__}(epochs=5)) or None, got {value!r}")
 
 
 def _signature(cls: type) -> dict[str, Any]:
