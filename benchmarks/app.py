@@ -43,8 +43,9 @@ def critic_steps(method: str, epochs: float) -> int:
     from synth.runs import synthesized_rows
 
     table, schema = load_sample()
-    epochs_name = "gan__epochs" if method == "dpselect" else "epochs"  # DP-Select's GAN
-    (gan,) = [s for s in make(method, {epochs_name: epochs}).preview(
+    from synth.methods import METHODS
+
+    (gan,) = [s for s in make(method, {METHODS[method].own_name("epochs"): epochs}).preview(
         synthesized_rows(len(table), schema), schema, Budget(1.0, 1e-5)) if s.stage == "gan"]
     return gan.event.steps
 

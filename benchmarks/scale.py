@@ -96,7 +96,7 @@ def one_fit(path: str, schema_json: str, method: str, epsilon: float, seed: int,
     at any n (at 10 epochs, 10M rows would take 780,000 steps: the curve would measure the
     steps, not n)."""
     started = time.perf_counter()
-    from synth.methods import FitContext, make
+    from synth.methods import METHODS, FitContext, make
     from synth.privacy.budget import Budget, default_delta
     from synth.schema import Schema
     from synth.source import TableFile
@@ -105,7 +105,7 @@ def one_fit(path: str, schema_json: str, method: str, epsilon: float, seed: int,
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     fitted = time.perf_counter()
     file = TableFile(path)
-    epochs = {"dpgan": "epochs", "dpselect": "gan__epochs"}.get(method)
+    epochs = METHODS[method].own_name("epochs")  # DP-Select's is its GAN's, gan__epochs
     params = {epochs: steps * 128 / len(file)} if steps and epochs else {}
     model = make(method, params).fit(file, schema, Budget(epsilon, default_delta(len(file))),
                              FitContext(postprocessing_seed=seed))

@@ -262,7 +262,7 @@ def plan(recipe: Callable[[Population, Schema, Budget], Recipe],
         if str(exc) not in {str(r) for r in refusals}:  # δ = 0 is said once
             refusals.append(exc)
     steps = [*shared, *(made.steps if made is not None else ())]
-    shown = (*scales(steps), *unspent(schema, budget, population))
+    shown = (*scales(steps), *unspent(schema, budget, shared))
     if refusals or made is None:
         return Plan(tuple(refusals), tuple(doubts), recipe=made, scales=shown)
     loose = frozenset(c.stage for c in steps if c.event is None or (
@@ -390,18 +390,15 @@ def _domain_steps(schema: Schema, epsilon: float, delta: float, population: Popu
         "Laplace counts")) for c in learned for e in plans[c.name].events]
 
 
-def unspent(schema: Schema, budget: Budget, population: Population
-            ) -> tuple[NoiseScale, ...]:
-    """The domain share's line where it buys nothing (every item to learn a blank count
-    that could not tell blanks from none, so none is made): the preview says so, where it
-    would otherwise leave the share out without a word."""
-    if not schema.to_learn or DOMAIN not in budget.shares:
+def unspent(schema: Schema, budget: Budget, shared: list[Step]) -> tuple[NoiseScale, ...]:
+    """The domain share's line where it buys nothing (no event among the ``shared`` public
+    steps: every item to learn a blank count that could not tell blanks from none, so none
+    is made): the preview says so, where it would otherwise leave the share out without a
+    word."""
+    if (not schema.to_learn or DOMAIN not in budget.shares
+            or any(s.stage == DOMAIN for s in shared)):
         return ()
-    epsilon, delta = budget.allowance(DOMAIN)
-    k = population.max_rows
-    if any(p.events for p in column_events(schema, epsilon, delta, population.units * k,
-                                           k).values()):
-        return ()
+    epsilon = budget.allowance(DOMAIN)[0]
     return (NoiseScale(DOMAIN, "none", "none",
                        f"nothing is learned: the blank counts of {len(schema.to_learn)} "
                        f"columns are not made at ε = {epsilon:.3g}, and this share goes "

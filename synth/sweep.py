@@ -17,7 +17,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
@@ -29,9 +29,6 @@ from synth.schema import Schema
 from synth.source import TableFile
 from synth.status import CANCELLED, FAILED, ended
 from synth.store import SWEEP, RunEntry, RunStore, StoreError
-
-if TYPE_CHECKING:
-    from synth.methods import Synthesizer
 
 log = logging.getLogger(__name__)
 
@@ -95,16 +92,6 @@ class Job:
 UNIT_K = "max_rows_per_unit"  # the swept "parameter" of a sweep over the bound k
 
 
-def swept_name(cls: type[Synthesizer], param: str | None) -> str | None:
-    """What ``cls`` calls the swept ``param``: its own, or a nested method's
-    (DP-Select's ``gan__epochs`` for ``epochs``); None where it has none."""
-    if param is None:
-        return None
-    known = cls.param_defaults()
-    return next((n for n in (param, *(f"{o}__{param}" for o in cls.nested)) if n in known),
-                None)
-
-
 def grid(methods: Sequence[str], epsilons: Iterable[float], seeds: int = 3,
          param: str | None = None, values: Iterable[Any] = (),
          shares: Iterable[float] = (), fixed: Mapping[str, Mapping[str, Any]] | None = None,
@@ -137,7 +124,7 @@ def grid(methods: Sequence[str], epsilons: Iterable[float], seeds: int = 3,
     jobs = []
     for method in methods:
         cls = METHODS[method]
-        name = swept_name(cls, param)
+        name = None if param is None else cls.own_name(param)
         mine = values if name is not None else [None]
         splits = shares if shares and cls.share_param else [None]
         for eps, share, value, seed in itertools.product(epsilons, splits, mine, range(seeds)):
@@ -164,7 +151,7 @@ def run_job(job: Job, train: pd.DataFrame | TableFile, test: pd.DataFrame | None
 
     row = {"method": job.method, "epsilon": job.epsilon, "seed": job.seed, "param": job.param,
            "value": job.unit.max_rows if job.param == UNIT_K else
-           job.params.get(swept_name(METHODS[job.method], job.param)) if job.param else None,
+           job.params.get(METHODS[job.method].own_name(job.param)) if job.param else None,
            "share": job.share}
     started, planned = time.perf_counter(), None
     try:

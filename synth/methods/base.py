@@ -12,6 +12,7 @@ import contextlib
 import inspect
 import math
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -299,6 +300,14 @@ class Synthesizer:
                 values[name] = default
         return values
 
+    @classmethod
+    def own_name(cls, param: str) -> str | None:
+        """What this method calls ``param``: its own, or a nested method's (DP-Select's
+        ``gan__epochs`` for ``epochs``); None where it has none."""
+        known = cls.param_defaults()
+        return next((n for n in (param, *(f"{o}__{param}" for o in cls.nested)) if n in known),
+                    None)
+
     def set_params(self, **values: Any) -> Synthesizer:
         """Set parameters by name (``gan__epochs`` sets the nested method's: a new one is
         made, so a method given by the caller is never changed); unknown names are
@@ -306,10 +315,10 @@ class Synthesizer:
         known = self.param_defaults()
         for name in values:
             if name not in known and name not in self.nested:
-                nest = [f"{n}__{name}" for n in self.nested if f"{n}__{name}" in known]
+                meant = self.own_name(name)
                 raise ParameterError(
                     f"unknown parameter {name!r} for method {self.name!r}; "
-                    + (f"did you mean {nest[0]!r}?" if nest else
+                    + (f"did you mean {meant!r}?" if meant else
                        f"it takes {sorted(known) or 'no parameters'}"))
         for outer, cls in self.nested.items():
             if outer in values:  # a configured method first, then any of its parameters
@@ -357,7 +366,7 @@ class Synthesizer:
                 cls()._check_rules(inner(values, outer), n, schema)
             except ParameterError as exc:
                 raise renamed(exc, outer, cls.params) from None
-        parts, most = self._memory(values, n, schema), memory_bound()
+        parts, most = self._memory_of(values, n, schema), memory_bound()
         if sum(parts.values()) > most:
             worst = max(parts, key=parts.__getitem__)
             raise ParameterError(
@@ -421,7 +430,7 @@ class Synthesizer:
         values = self.check_params(population, schema)
         with self._plain(values):
             made = self._recipe(population, schema, budget)
-        return replace(made, memory=self._memory(values, population, schema))
+        return replace(made, memory=self._memory_of(values, population, schema))
 
     def plan(self, population: Population, schema: Schema, budget: Budget) -> Plan:
         """The run's :class:`~synth.plan.Plan` on the public ``population`` and the working
@@ -610,6 +619,17 @@ class Synthesizer:
         names); empty where no parameter can drive memory far. :meth:`check_params` refuses
         a total over :func:`memory_bound`, naming the largest part."""
         return {}
+
+    def _memory_of(self, values: dict[str, Any], population: Population | None,
+                   schema: Schema | None) -> dict[str, int]:
+        """:meth:`_memory`, and each nested method's, whose drivers are named as here
+        (``gan__components``)."""
+        parts = dict(self._memory(values, population, schema))
+        for outer, cls in self.nested.items():
+            named = re.compile(rf"\b({'|'.join(cls.params)})\b")
+            parts.update({named.sub(rf"{outer}__\1", k): v for k, v in cls()._memory(
+                inner(values, outer), population, schema).items()})
+        return parts
 
     def sample(self, n: int | None = None, seed: int | None = None) -> pd.DataFrame:
         """``n`` synthetic rows (default: as many as the private table had): numbers at

@@ -25,7 +25,6 @@ parameters are the method's own (``--set engine=ga``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -164,13 +163,8 @@ class DPSelect(Synthesizer):
 
     def _memory(self, values: dict, population: Population | None, schema: Schema | None
                 ) -> dict[str, int]:
-        """DP-GAN's networks (in its parameters' names here), plus the engine's working
-        arrays."""
-        gan, engine = self._parts(values)
-        nets = gan._memory(inner(values, "gan"), population, schema)
-        named = re.compile(rf"\b({'|'.join(DPGAN.params)})\b")
-        return {**{named.sub(r"gan__\1", k): v for k, v in nets.items()},
-                **engine.memory(population, schema)}
+        """The engine's working arrays (the DP-GAN's networks: the base's, as nested)."""
+        return self._parts(values)[1].memory(population, schema)
 
     def selections(self, n: int, epsilon: float) -> int:
         """How many private selections share the selection budget ``epsilon`` (the app's
