@@ -625,7 +625,8 @@ def test_a_run_outlives_a_reload_and_runs_and_sweeps_a_server_restart(tmp_path, 
         page.get_by_text("Summary", exact=True).wait_for()
         from playwright.sync_api import expect
 
-        expect(page.get_by_role("row")).to_have_count(3, timeout=WAIT_MS)  # a header, two runs
+        summary = page.get_by_role("table").first  # later tables list columns, not runs
+        expect(summary.get_by_role("row")).to_have_count(3, timeout=WAIT_MS)  # a header, 2 runs
         for name in ("Independent marginals ε=1 #1", "DP-GAN ε=1 #2"):
             page.get_by_role("cell", name=f"{SAMPLE}: {name}").wait_for()
         page.locator(".js-plotly-plot").filter(has_text="share of rows").first.wait_for()
@@ -660,7 +661,8 @@ def test_declarations_outlive_a_reload_and_a_restart(tmp_path, request):
         nav = page.get_by_test_id("stSidebarNav")
         nav.get_by_role("link", name="Compare").click()
         page.get_by_role("columnheader", name="2-way TVD").wait_for()
-        tvd = page.get_by_role("row").nth(1).get_by_role("cell").nth(5).inner_text()
+        tvd = page.get_by_role("table").first.get_by_role("row").nth(1).get_by_role(
+            "cell").nth(5).inner_text()
         nav.get_by_role("link", name="Synthesize").click()
         page.get_by_text("Release: shaped.csv: Independent marginals ε=1 #1").wait_for()
         arrived = {}
