@@ -23,7 +23,18 @@ from synth.report import sweep_report
 from synth.runs import synthesized_rows
 from synth.schema import Schema
 from synth.status import FAILED, FINISHED, RUNNING
-from synth.sweep import DEMO, PRESETS, grid, sweep
+from synth.sweep import (
+    CAVEAT,
+    DEMO,
+    PRESETS,
+    SHARE,
+    STAND_IN,
+    grid,
+    recommended,
+    rehearse,
+    summary,
+    sweep,
+)
 from ui import layout, runner, state
 
 REFRESH = 1.0  # seconds between redraws of a live sweep (each costs the browser)
@@ -62,6 +73,19 @@ seeds = int(left.number_input("Seeds", 1, 10, 3, key=f"{state.CHOICE}sweep:seeds
 demo = right.toggle("Demo settings (quicker)", value=True, key=f"{state.CHOICE}sweep:demo",
                     persist_state="session",
                     help=f"Held fixed in every run: {DEMO}")
+rehearsing = st.toggle(
+    "Rehearse on a stand-in", key=f"{state.CHOICE}sweep:rehearse", persist_state="session",
+    disabled=ds.unit.declared,
+    help="Spend a small share of the largest ε once on a DP stand-in of the table (an "
+         f"{titled(STAND_IN)} release), then run the sweep on the stand-in: its runs cost "
+         "nothing more."
+         + (" Not yet for a table protected per person." if ds.unit.declared else ""))
+share = 0.0
+if rehearsing and not ds.unit.declared:
+    share = st.number_input("The stand-in's share of the largest ε", 0.05, 0.5, SHARE, 0.05,
+                            key=f"{state.CHOICE}sweep:share", persist_state="session")
+    st.caption(f"The stand-in costs ε = {share:g} × {max(epsilons, default=0):g} once; every "
+               f"run of the sweep then reads the stand-in, not {ds.name}. {CAVEAT}")
 param, values, shares = preset.param, list(preset.values), list(preset.shares)
 if param:
     st.caption(f"Sweeping {param} over {values}.")
@@ -88,7 +112,8 @@ sweeps: dict[str, pd.DataFrame] = {}
 with state.guard("Reading the run store"):
     sweeps = state.sweeps(ds)
 key = json.dumps([methods, epsilons, seeds, demo, param, values, shares,
-                  ds.unit.to_dict(), ks], default=str)
+                  ds.unit.to_dict(), ks] + ([{"rehearsal": share}] if share else []),
+                 default=str)
 people = population(ds.table, ds.unit).units
 for line in cautions(max(epsilons, default=0), 0, people,
                      "people" if ds.unit.declared else "rows"):
@@ -105,18 +130,23 @@ delta = default_delta(synthesized_rows(people, ds.schema))  # split's train rows
 
 def start() -> bool:
     """Start the sweep in the background, every run charged to the table's account and the
-    sweep recorded in the run store."""
+    sweep recorded in the run store; a rehearsal charges its stand-in alone."""
     with state.guard("Starting the sweep"):
         train, test = state.split(ds, ds.schema)
-        job = runner.SweepJob(f"{ds.name}: sweep of {len(jobs)} runs", 0, max(epsilons),
+        what = "rehearsal" if share else "sweep"
+        job = runner.SweepJob(f"{ds.name}: {what} of {len(jobs)} runs", 0,
+                              share * max(epsilons) if share else max(epsilons),
                               total=len(jobs), grid=key)
         rows = job.rows  # the thread appends here; the page reads it
         account, store = state.account(ds), state.store()  # the thread has no session
         where = {"grid": key, "table": state.sweep_table(ds)}
-        state.start_sweep(job, lambda ctx: sweep(
-            jobs, train, test, ds.schema, delta,
-            on_row=lambda done, total, row: rows.append(row), should_stop=ctx.should_stop,
-            account=account, store=store, described=where))
+        heard = {"on_row": lambda done, total, row: rows.append(row), "account": account,
+                 "store": store, "described": where}
+        table, schema = ds.table, ds.schema
+        state.start_sweep(job, lambda ctx: rehearse(
+            table, schema, jobs, share, default_delta(people), should_stop=ctx.should_stop,
+            **heard).runs if share else sweep(
+            jobs, train, test, schema, delta, should_stop=ctx.should_stop, **heard))
         return True
     return False
 
@@ -139,6 +169,10 @@ if blocked:
 elif asked is False:
     st.warning("The settings changed after Run the sweep was pressed, so nothing was spent: "
                "press it again to see what the new sweep spends.")
+elif asked and share:
+    layout.confirm_spending(ds, share * max(epsilons), default_delta(people),
+                            f"This rehearsal of {len(jobs)} runs spends, on its stand-in only,",
+                            start)
 elif asked:
     layout.confirm_spending(ds, sum(j.epsilon for j in jobs), delta * len(jobs),
                             f"This sweep of {len(jobs)} runs spends at most", start,
@@ -165,13 +199,22 @@ def live() -> None:
 
 live()
 
-result = sweeps.get(key) if key in sweeps else (list(sweeps.values())[-1] if sweeps else None)
+shown = key if key in sweeps or not sweeps else list(sweeps)[-1]
+result = sweeps.get(shown)
 if result is None:
     if state.sweep_job() is None:
         st.info(f"No sweep of {ds.name} yet: choose a preset and press Run the sweep.")
     st.stop()
 if key not in sweeps:
     st.caption("Showing the last sweep; its grid differs from the one chosen above.")
+if '"rehearsal"' in shown:  # its grid's key says so (a plain sweep's key never does)
+    found = summary(result[result["epsilon"] == result["epsilon"].max()],
+                    list(dict.fromkeys(result["method"])))
+    best = recommended(found)
+    st.info(f"A rehearsal: every figure below measures runs on the stand-in, not on "
+            f"{ds.name}." + (f" At ε = {result['epsilon'].max():g} it recommends "
+                              f"**{titled(best)}** (lowest 2-way TVD on the stand-in)."
+                              if best else "") + f" {CAVEAT}", icon=":material/theater_comedy:")
 failed = result[result["error"].notna()] if "error" in result else result.iloc[:0]
 if len(failed):
     st.warning(f"{len(failed)} of {len(result)} runs failed; the others are kept:  \n"

@@ -45,7 +45,7 @@ from synth.release import write_file as _write  # every other file the CLI write
 from synth.schema import DATETIME, Schema, infer_schema, read_as_numbers, validate
 from synth.source import TableFile, open_table, table_population
 from synth.store import RunStore
-from synth.sweep import DEMO, PRESETS
+from synth.sweep import DEMO, PRESETS, REHEARSED, STAND_IN
 
 
 class _Bars:
@@ -401,6 +401,37 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rehearse(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from synth import sweep as rehearsal  # deferred: joblib is only needed here
+
+    table = read_table(args.data, max_bytes=args.max_bytes, encoding=args.encoding)
+    schema = Schema.load(args.schema)
+    with tqdm(total=len(args.methods) * args.seeds, desc="rehearsal", unit="run",
+              file=sys.stderr, disable=args.quiet) as bar:
+        found = rehearsal.rehearse(
+            table, schema, rehearsal.trial(args.methods, args.epsilon, args.seeds),
+            args.share, args.delta, args.stand_in, TableAccount.of(table, Path(args.data).name),
+            RunStore(), n_jobs=args.jobs, on_row=lambda done, total, row: bar.update(1))
+    if args.json:
+        print(json.dumps(found.to_dict(), indent=2))
+        return 0
+    cost = found.stand_in.ledger
+    print(f"stand-in: {found.stand_in.method} at ε={epsilon_text(cost['total_epsilon'])}, "
+          f"δ={cost['total_delta']:.3g}, charged to {Path(args.data).name}; every run below "
+          f"read the stand-in only (no further cost)")
+    print(f"predicted at ε={args.epsilon:g} (2-way TVD against the stand-in, median of "
+          f"{args.seeds} seed{'s' * (args.seeds > 1)}):")
+    for row in found.predicted.itertuples(index=False):
+        said = (f"{row.tvd2:.3f}" if row.tvd2 is not None and row.tvd2 == row.tvd2
+                else f"failed: {row.error}")
+        mark = "  <- recommended" if row.method == found.recommended else ""
+        print(f"  {row.method:<12} {said}{mark}")
+    print(rehearsal.CAVEAT)
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from synth import report  # deferred: plotly's bundle is only needed here
 
@@ -672,6 +703,28 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
     data_arg(sw)
     sw.set_defaults(func=cmd_sweep)
+
+    reh = sub.add_parser("rehearse", help="spend a share of ε once on a DP stand-in of the "
+                         "table, then try each method on the stand-in at no further cost")
+    reh.add_argument("data")
+    reh.add_argument("--schema", type=Path, required=True)
+    reh.add_argument("--epsilon", type=float, required=True,
+                     help="the ε of the run being rehearsed")
+    reh.add_argument("--share", type=float, default=0.1,
+                     help="the stand-in's cost, as a part of --epsilon (charged to the "
+                          "table's account; default 0.1)")
+    reh.add_argument("--delta", type=float, help="default: the largest power of ten ≤ 1/(10n)")
+    reh.add_argument("--methods", nargs="+", choices=sorted(METHODS),
+                     default=list(REHEARSED), help="the methods to try on the stand-in")
+    reh.add_argument("--stand-in", default=STAND_IN, choices=sorted(METHODS),
+                     help=f"the method that releases the stand-in (default {STAND_IN})")
+    reh.add_argument("--seeds", type=int, default=1,
+                     help="runs per method on the stand-in (their noise is fresh)")
+    reh.add_argument("--jobs", type=int, default=1, help="parallel runs (-1: every core)")
+    reh.add_argument("--json", action="store_true", help="the findings as JSON")
+    reh.add_argument("--quiet", action="store_true", help="no progress bar")
+    data_arg(reh)
+    reh.set_defaults(func=cmd_rehearse)
 
     rep = sub.add_parser("report", help="a self-contained HTML report of a run or a sweep")
     rep.add_argument("source", help="a run's ledger (.json, from run --ledger) or a sweep's "

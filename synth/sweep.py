@@ -6,6 +6,16 @@ fresh, so the same grid twice gives two samples of the same distributions (compa
 statistics over seeds, never byte for byte). Runs go through
 joblib: every local core by default, or any joblib backend the caller configures (a Dask
 cluster through ``joblib.parallel_config(backend="dask")``).
+
+A **rehearsal** spends a small share of ε once on a DP stand-in of the table, then runs a sweep
+on the stand-in for free. Which method is best depends on the table and the budget, and a
+sweep on the real table pays for every run. The stand-in is one release of the table (AIM by
+default, the closest on pairs of the methods), charged to the table's account like any run;
+everything after it reads the stand-in only, so it is post-processing and costs nothing more.
+What it cannot see: the stand-in is smoother than the table and carries its own noise (it
+holds only what its own model kept: for AIM, the few marginals it measured, numbers binned and
+drawn within their bins), so a figure on it can be off either way, and it favours methods
+whose model is like its own. It predicts a choice of method, not a figure to quote.
 """
 
 from __future__ import annotations
@@ -13,22 +23,27 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import statistics
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from synth.account import TableAccount
 from synth.errors import ParameterError, SynthError, without_values
+from synth.privacy.budget import default_delta
 from synth.privacy.unit import PrivacyUnit
 from synth.release import write_file
 from synth.schema import Schema
 from synth.source import TableFile
 from synth.status import CANCELLED, FAILED, ended
 from synth.store import SWEEP, RunEntry, RunStore, StoreError
+
+if TYPE_CHECKING:
+    from synth.runs import RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +195,7 @@ def sweep(jobs: Sequence[Job], train: pd.DataFrame | TableFile, test: pd.DataFra
           on_row: Callable[[int, int, dict[str, Any]], None] | None = None,
           should_stop: Callable[[], bool] | None = None,
           account: TableAccount | None = None, store: RunStore | None = None,
-          described: Mapping[str, Any] | None = None) -> pd.DataFrame:
+          described: Mapping[str, Any] | None = None, charged: bool = True) -> pd.DataFrame:
     """Run every job (``n_jobs`` joblib workers; -1: every core) and return one row per
     finished job, in job order. ``on_row(done, total, row)`` sees each row as it finishes;
     when ``should_stop()`` turns true the runs not yet finished are abandoned and the finished
@@ -188,11 +203,14 @@ def sweep(jobs: Sequence[Job], train: pd.DataFrame | TableFile, test: pd.DataFra
     runs past the table's limit fail, refused before they read anything; a failed run is a
     row with its ``error``, and the others are kept. With a ``store`` (and an account), the
     sweep is recorded there as it starts, and its rows are written to its folder
-    (:data:`TABLE`) as it ends; ``described`` adds to its recorded configuration."""
+    (:data:`TABLE`) as it ends; ``described`` adds to its recorded configuration. A sweep
+    that is not ``charged`` reads a release, not the table (a rehearsal's stand-in): it is
+    recorded under the table's account as spending nothing, and its runs charge nothing."""
     from joblib import Parallel, delayed
 
-    entry = _start(store, account, jobs, delta, described)
-    tasks = (delayed(_indexed)(i, job, train, test, schema, delta, account)
+    entry = _start(store, account, jobs, delta, described, charged)
+    tasks = (delayed(_indexed)(i, job, train, test, schema, delta,
+                               account if charged else None)
              for i, job in enumerate(jobs))
     rows: dict[int, dict[str, Any]] = {}
     try:
@@ -217,13 +235,15 @@ def _table(rows: dict[int, dict[str, Any]]) -> pd.DataFrame:
 
 
 def _start(store: RunStore | None, account: TableAccount | None, jobs: Sequence[Job],
-           delta: float, described: Mapping[str, Any] | None) -> RunEntry | None:
+           delta: float, described: Mapping[str, Any] | None, charged: bool
+           ) -> RunEntry | None:
     """Record the sweep as it begins (a store that cannot stops it: nothing has run)."""
     if store is None or account is None:
         return None
     methods = list(dict.fromkeys(job.method for job in jobs))
     return store.start(SWEEP, account.key, account.name, ",".join(methods),
-                       math.fsum(job.epsilon for job in jobs), delta * len(jobs),
+                       math.fsum(job.epsilon for job in jobs) if charged else 0.0,
+                       delta * len(jobs) if charged else 0.0,
                        {"runs": len(jobs), "methods": methods,
                         "epsilons": sorted({job.epsilon for job in jobs}),
                         "seeds": len({job.seed for job in jobs}), **(described or {})})
@@ -265,3 +285,117 @@ def recorded(entry: RunEntry) -> pd.DataFrame:
 
 def _indexed(i: int, job: Job, *args) -> tuple[int, dict[str, Any]]:
     return i, run_job(job, *args)
+
+
+# ---- rehearsals ------------------------------------------------------------------------
+
+REHEARSED = ("independent", "mst", "aim", "gsd", "dpselect")
+STAND_IN = "aim"
+SHARE = 0.1
+CAVEAT = ("The stand-in is smoother than your table and carries its own noise: it keeps only "
+          "what its own model kept, so the figures on it can be off either way, and it "
+          "favours the methods whose model is like its own. Read the recommendation, not "
+          "the figures.")
+
+
+@dataclass(frozen=True)
+class Rehearsal:
+    """What a rehearsal found: each method's predicted figures at ``epsilon`` (one row per
+    method: medians over seeds, and their range) and the method with the lowest predicted
+    2-way TVD; ``stand_in`` is the paid run (its ledger is the rehearsal's whole cost)."""
+
+    epsilon: float
+    stand_in: RunRecord
+    runs: pd.DataFrame  # every run on the stand-in, as a sweep's rows
+    predicted: pd.DataFrame  # per method: tvd2, its min and max, accuracy, seconds, failed
+    recommended: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        ledger = self.stand_in.ledger
+        return {"epsilon": self.epsilon,
+                "stand_in": {"method": self.stand_in.method,
+                             "epsilon": ledger["total_epsilon"],
+                             "delta": ledger["total_delta"]},
+                "predicted": {row.method: {key: _plain(getattr(row, key)) for key in
+                                           ("tvd2", "tvd2_min", "tvd2_max", "accuracy",
+                                            "seconds", "runs", "error")}
+                              for row in self.predicted.itertuples(index=False)},
+                "recommended": self.recommended, "caveat": CAVEAT}
+
+
+def trial(methods: Sequence[str] = REHEARSED, epsilon: float = 1.0, seeds: int = 1,
+          fixed: Mapping[str, Mapping[str, Any]] | None = None) -> list[Job]:
+    """The runs a rehearsal of ``epsilon`` tries on its stand-in: each method with ``seeds``
+    seeds and ``fixed`` settings (default the Trade-offs page's quicker ones,
+    :data:`DEMO`)."""
+    if not epsilon > 0:
+        raise ParameterError(f"epsilon must be positive, got {epsilon!r}")
+    return grid(methods, [epsilon], seeds, fixed=DEMO if fixed is None else fixed)
+
+
+def rehearse(table: pd.DataFrame, schema: Schema, jobs: Sequence[Job], share: float = SHARE,
+             delta: float | None = None, stand_in: str = STAND_IN,
+             account: TableAccount | None = None, store: RunStore | None = None,
+             n_jobs: int = 1, on_row: Callable[[int, int, dict[str, Any]], None] | None = None,
+             should_stop: Callable[[], bool] | None = None,
+             described: Mapping[str, Any] | None = None) -> Rehearsal:
+    """Release a stand-in of ``table`` by ``stand_in`` at ε = ``share`` × the largest ε of
+    ``jobs`` (charged to ``account`` before it reads a row, recorded in ``store``), then run
+    ``jobs`` on the stand-in and score them against it: a sweep recorded in ``store`` as
+    spending nothing (``described`` adds to its configuration). Nothing after the stand-in
+    reads the table. The predictions are the runs at the largest ε."""
+    if not 0 < share < 1:
+        raise ParameterError(f"share must be between 0 and 1 (the part of ε the stand-in "
+                             f"costs), got {share!r}")
+    if not jobs:
+        raise ParameterError("a rehearsal needs at least one run to try on its stand-in")
+    from synth.runs import Run, split
+
+    epsilon = max(job.epsilon for job in jobs)
+    delta = default_delta(len(table)) if delta is None else delta
+    paid = Run(stand_in, schema, share * epsilon, delta, account=account, store=store,
+               rows=len(table))
+    record = paid(table, schema, measure=False)
+    # from here on, only the stand-in is read: post-processing, charged to nobody
+    train, test = split(record.synthetic, schema)
+    where = {"stand_in": {"method": stand_in, "run": paid.entry and paid.entry.id,
+                          "epsilon": record.ledger["total_epsilon"]}, **(described or {})}
+    runs = sweep(jobs, train, test, schema, delta, n_jobs=n_jobs, on_row=on_row,
+                 should_stop=should_stop, account=account, store=store, described=where,
+                 charged=False)
+    methods = list(dict.fromkeys(job.method for job in jobs))
+    predicted = summary(runs[runs["epsilon"] == epsilon], methods)
+    return Rehearsal(epsilon, record, runs, predicted, recommended(predicted))
+
+
+def recommended(predicted: pd.DataFrame) -> str | None:
+    """The method of lowest predicted 2-way TVD (None if none finished)."""
+    scored = predicted.dropna(subset=["tvd2"])
+    return None if scored.empty else str(scored.loc[scored["tvd2"].idxmin(), "method"])
+
+
+def summary(runs: pd.DataFrame, methods: Sequence[str]) -> pd.DataFrame:
+    """One row per method: the median 2-way TVD over its finished runs, their min and max,
+    the median tree accuracy and seconds, and the first failure's message if none finished."""
+    rows = []
+    for method in methods:
+        mine = runs[runs["method"] == method]
+        done = mine[mine["error"].isna()]
+        tvd = done["tvd2"].dropna().tolist()
+        accuracy = done["accuracy"].dropna().tolist()
+        rows.append({"method": method,
+                     "tvd2": statistics.median(tvd) if tvd else None,
+                     "tvd2_min": min(tvd) if tvd else None,
+                     "tvd2_max": max(tvd) if tvd else None,
+                     "accuracy": statistics.median(accuracy) if accuracy else None,
+                     "seconds": statistics.median(done["seconds"]) if len(done) else None,
+                     "runs": len(done),
+                     "error": None if tvd or mine.empty else str(mine["error"].iloc[0])})
+    return pd.DataFrame(rows)
+
+
+def _plain(value: Any) -> Any:
+    """A JSON value: NaN and None are null, numpy numbers plain."""
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    return value.item() if hasattr(value, "item") else value

@@ -967,6 +967,37 @@ def test_tradeoffs_page_runs_a_sweep_and_keeps_it(app):
     assert sorted(fresh.dataframe[-1].value["epsilon"]) == [0.5, 2.0]
 
 
+def test_tradeoffs_page_rehearses_on_a_stand_in(app):
+    """Issue 51: the rehearsal asks for its stand-in's share alone, runs the sweep on the
+    stand-in, says which method it recommends, and keeps its runs for a new session."""
+    from synth.account import TableAccount
+
+    st.cache_resource.clear()
+    app.switch_page(TRADEOFFS).run()
+    app.multiselect[0].set_value(["independent", "mst"]).run()
+    app.multiselect[1].set_value([1.0]).run()
+    app.number_input(key="choice:sweep:seeds").set_value(1).run()
+    app.toggle(key="choice:sweep:rehearse").set_value(True).run()
+    assert "The stand-in costs ε = 0.1 × 1 once" in texts(app)
+    button(app, "Run the sweep").click().run()
+    assert "This rehearsal of 2 runs spends, on its stand-in only, ε = 0.1" in texts(app)
+    button(app, "Spend and run").click().run()
+    finish(app, "sweep_job")
+    assert not app.exception and not app.error
+    said = next(i.value for i in app.info if i.value.startswith("A rehearsal"))
+    assert "recommends" in said and "smoother than your table" in said
+    assert sorted(app.dataframe[-1].value["method"]) == ["independent", "mst"]
+    usage = TableAccount.of(load_sample()[0], "census").usage()
+    assert usage.epsilon == pytest.approx(0.1) and usage.runs == 1
+    fresh = AppTest.from_file(APP, default_timeout=SCRIPT_TIMEOUT)  # kept in the run store
+    fresh.run().switch_page(TRADEOFFS).run()
+    fresh.multiselect[0].set_value(["independent", "mst"]).run()
+    fresh.multiselect[1].set_value([1.0]).run()
+    fresh.number_input(key="choice:sweep:seeds").set_value(1).run()
+    fresh.toggle(key="choice:sweep:rehearse").set_value(True).run()
+    assert any(i.value.startswith("A rehearsal") for i in fresh.info)
+
+
 def test_a_sweep_keeps_its_runs_when_one_configuration_fails(app):
     upload(app, "tiny.csv", 30)  # DP-GAN's batch of 128 rows cannot be drawn from 30
     app.switch_page(TRADEOFFS).run()

@@ -10,6 +10,7 @@ gives the same release and no other thread's draws are disturbed by ours.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from synth.errors import Cancelled
 _SAMPLING = threading.Lock()
 LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # einsum's subscripts
 BLOCK = 50  # mbi's steps between two callbacks (its CALLBACK_EVERY)
+BRIEF = 100  # a fit of at most this many steps is compiled quickly rather than well
 # drawing rows from a fitted model on 2 cores: a compile, then per cell of the rows drawn
 # (benchmarks/progress.py: 1.2–2.9 s on the census sample, 7–10 s for 300,000 rows × 26)
 DRAW_SECONDS, DRAW_PER_CELL = 1.0, 1.5e-6
@@ -43,6 +45,56 @@ def _mbi():
     return mbi
 
 
+@functools.cache
+def _descent(brief: bool) -> type:
+    """mbi's mirror descent, resumed where the last fit stopped, and ending at its potentials.
+
+    * **Resumed**: the step size carries over, not only the potentials. mbi starts every fit
+      at the cautious 2/(L·n), and its line search grows a step by 1 % an accepted
+      iteration, so a warm-started refit of AIM's 50 steps moved a marginal barely half as
+      far as its measurement asked; AIM read that as a model no longer improving and
+      annealed its budget away in a few rounds (issue 51).
+    * **Compiled once per fit**: mbi computes the model's marginals eagerly before the first
+      step and after the last, a dozen small programs compiled afresh for each new model
+      structure (a third of an AIM round's time). The first step computes them anyway; the
+      fit ends at its state (potentials and step), and the marginals are worked out only
+      where rows are drawn (:meth:`Model.field`).
+    * A ``brief`` fit (at most :data:`BRIEF` steps: AIM's refits, each on a structure it
+      never sees again) is compiled at XLA's lowest backend optimisation, in about half the
+      time, to run a third as fast; a long one is compiled to run fast.
+    """
+    import jax
+
+    mbi = _mbi()
+    estimation = mbi.estimation
+
+    class Resumed(estimation.MirrorDescent):
+        def _init(self, domain, loss_fn, known_total, *, warm_start=None, constraints=()):
+            cliques = loss_fn.cliques
+            if warm_start is None:
+                potentials = mbi.CliqueVector.zeros(domain, cliques)
+                step = 2.0 / (loss_fn.lipschitz * known_total)  # mbi's own first step
+            else:
+                potentials, step = warm_start.potentials.expand(cliques), warm_start.alpha
+            # mu is recomputed by the first step; the loss of the start is never read
+            return estimation.MirrorDescentState(potentials, potentials, float(step),
+                                                 np.inf)
+
+        def _finalize(self, state, known_total, constraints=()):
+            return state
+
+        @functools.partial(jax.jit, static_argnames=["self"], donate_argnames=["state"],
+                           compiler_options={"xla_backend_optimization_level": 0}
+                           if brief else None)
+        def _multi_step(self, state, loss_fn, known_total, constraints=()):
+            def step(carried, _):
+                return self._step(carried, loss_fn, known_total, constraints), None
+
+            return jax.lax.scan(step, state, None, length=estimation.CALLBACK_EVERY)[0]
+
+    return Resumed
+
+
 @dataclass(frozen=True)
 class Measurement:
     """Noisy counts of the marginal over ``columns`` (row-major, as
@@ -62,8 +114,9 @@ class Model:
         self.names = tuple(f"c{j}" for j in range(len(self.sizes)))
         self.domain = mbi.Domain(self.names, self.sizes)
         self.total = float(total)
-        self.fitted = None
+        self.fitted = None  # the optimiser's last state: potentials and step size
         self._factors: tuple[list[str], list[np.ndarray]] | None = None
+        self._field = None
 
     def estimate(self, measured: Sequence[Measurement], iterations: int,
                  progress: Callable[[int, int], None]) -> None:
@@ -79,10 +132,25 @@ class Model:
         def callback(_):
             progress(min(next(blocks), iterations), iterations)
 
-        self.fitted = mbi.estimation.MirrorDescent().estimate(
+        self.fitted = _descent(iterations <= BRIEF)().estimate(
             self.domain, loss, known_total=self.total, iters=iterations,
             callback_fn=callback, warm_start=self.fitted)
-        self._factors = None
+        self._factors = self._field = None
+
+    def field(self):
+        """The fitted model as mbi's MarkovRandomField, with its marginals (worked out once
+        per fit, by mbi's own oracle for the structure): to draw rows or project."""
+        if self.fitted is None:
+            raise Cancelled("the model has not been fitted")
+        if self._field is None:
+            mbi = _mbi()
+            potentials = self.fitted.potentials
+            oracle = mbi.marginal_oracles.default_oracle(potentials.cliques, self.domain,
+                                                         has_constraints=False)
+            self._field = mbi.MarkovRandomField(
+                potentials=potentials, marginals=oracle(potentials, self.total),
+                total=self.total)
+        return self._field
 
     def marginal(self, columns: Sequence[int]) -> np.ndarray:
         """The model's counts over ``columns``, flat in row-major order: the product of its
@@ -102,7 +170,7 @@ class Model:
             out = out.ravel() * (self.total / total) if np.isfinite(total) and total > 0 \
                 else None
         if out is None:
-            factor = self.fitted.project(tuple(self.names[j] for j in columns))
+            factor = self.field().project(tuple(self.names[j] for j in columns))
             out = np.asarray(factor.datavector(flatten=True), dtype=float)
         return out
 
@@ -134,7 +202,7 @@ class Model:
             state = np.random.get_state()
             np.random.seed(int(rng.integers(2**32)))
             try:
-                data = self.fitted.synthetic_data(int(n)).to_dict()
+                data = self.field().synthetic_data(int(n)).to_dict()
             finally:
                 np.random.set_state(state)
         return np.column_stack([np.asarray(data[name], dtype=np.int64)

@@ -1,0 +1,119 @@
+"""Does a rehearsal pick the right method? (issue 51) Predicted against real 2-way TVD.
+
+For each table: a rehearsal (a stand-in at ``share`` × ε, then every method on the stand-in at
+ε, scored against it) and the same methods run on the real table at ε, scored against its
+rows as a sweep scores them; per seed, the Spearman correlation of the predicted ranking with
+the real one, and how far the recommended method's real TVD is from the best method's. The
+real runs charge nothing here (no account: a benchmark, not a steward's table). Results go to
+benchmarks/results/rehearsal.json (a rerun of some tables keeps the others).
+
+    python benchmarks/rehearsal.py --tables census --seeds 1
+    python benchmarks/rehearsal.py                 # census, adult, bank × 3 seeds
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+OUT = REPO / "benchmarks/results/rehearsal.json"
+TABLES = ("census", "adult", "bank")
+
+
+def table(name: str):
+    """(rows, public schema) of a benchmark table."""
+    from synth.data import load_sample, read_table
+    from synth.protocol import adult_schema
+
+    if name == "census":
+        return load_sample("census")
+    if name == "adult":
+        rows = read_table(REPO.parent / "shared/data/adult.csv")
+        return rows, adult_schema(rows)
+    if name == "bank":
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("bank", REPO / "scripts/make_bank_data.py")
+        bank = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(bank)
+        from synth.schema import Schema
+
+        return bank.generate(45_000, 0), Schema.from_dict(bank.categories_public())
+    raise SystemExit(f"unknown table {name!r}; choose from {TABLES}")
+
+
+def one(name: str, epsilon: float, share: float, seed: int, methods: list[str],
+        stand_in: str) -> dict:
+    from scipy.stats import spearmanr
+
+    from synth.privacy.budget import default_delta
+    from synth.runs import split
+    from synth.sweep import DEMO, grid, rehearse, summary, sweep, trial
+
+    rows, schema = table(name)
+    delta = default_delta(len(rows))
+    started = time.perf_counter()
+    found = rehearse(rows, schema, trial(methods, epsilon), share, delta, stand_in)
+    rehearsal_seconds = time.perf_counter() - started
+    train, test = split(rows, schema)
+    real = summary(sweep(grid(methods, [epsilon], 1, fixed=DEMO), train, test, schema, delta,
+                         n_jobs=1), methods).set_index("method")
+    predicted = found.predicted.set_index("method")
+    both = [m for m in methods if predicted.at[m, "tvd2"] is not None
+            and real.at[m, "tvd2"] is not None]
+    rho = spearmanr([predicted.at[m, "tvd2"] for m in both],
+                    [real.at[m, "tvd2"] for m in both]).statistic
+    best = min(both, key=lambda m: real.at[m, "tvd2"])
+    return {"table": name, "epsilon": epsilon, "share": share, "seed": seed,
+            "stand_in": stand_in,
+            "stand_in_epsilon": found.stand_in.ledger["total_epsilon"],
+            "predicted": {m: _round(predicted.at[m, "tvd2"]) for m in methods},
+            "real": {m: _round(real.at[m, "tvd2"]) for m in methods},
+            "recommended": found.recommended, "best": best,
+            "regret": round(real.at[found.recommended, "tvd2"] / real.at[best, "tvd2"] - 1, 4),
+            "spearman": round(float(rho), 3), "rehearsal_seconds": round(rehearsal_seconds, 1)}
+
+
+def _round(value):
+    return None if value is None else round(float(value), 4)
+
+
+def main() -> None:
+    from synth.sweep import REHEARSED, STAND_IN
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", nargs="+", default=list(TABLES), choices=TABLES)
+    parser.add_argument("--epsilon", type=float, default=1.0)
+    parser.add_argument("--share", type=float, default=0.1)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--methods", nargs="+", default=list(REHEARSED))
+    parser.add_argument("--stand-in", default=STAND_IN)
+    args = parser.parse_args()
+    results = json.loads(OUT.read_text()) if OUT.exists() else {"runs": []}
+    kept = [r for r in results["runs"] if r["table"] not in args.tables]
+    fresh = []
+    for name in args.tables:
+        for seed in range(args.seeds):
+            fresh.append(one(name, args.epsilon, args.share, seed, args.methods,
+                             args.stand_in))
+            print(json.dumps(fresh[-1]), flush=True)
+    runs = kept + fresh
+    by_table = {}
+    for name in sorted({r["table"] for r in runs}):
+        mine = [r for r in runs if r["table"] == name]
+        by_table[name] = {"spearman_median": statistics.median(r["spearman"] for r in mine),
+                          "regret_median": statistics.median(r["regret"] for r in mine),
+                          "runs": len(mine)}
+    results = {"about": __doc__.splitlines()[0], "targets": {"spearman": 0.7, "regret": 0.10},
+               "by_table": by_table, "runs": runs}
+    OUT.write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""The rehearsal (issue 51): one paid stand-in, then every method tried on it for free."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from synth.account import TableAccount
+from synth.data import sample_paths
+from synth.errors import ParameterError
+from synth.store import RUN, SWEEP, RunStore
+from synth.sweep import rehearse, trial
+
+from .conftest import REPO
+
+
+def test_a_rehearsal_costs_its_stand_in_and_nothing_more(sample, tmp_path, monkeypatch):
+    """However many methods and seeds are tried, the table's account is charged the stand-in's
+    share of ε once; the sample's columns depend on each other, so MST beats independent on
+    a stand-in that kept those dependences, and the rehearsal says so."""
+    monkeypatch.setenv("SYNTH_HOME", str(tmp_path))
+    table, schema = sample
+    account, store = TableAccount.of(table, "census"), RunStore()
+    found = rehearse(table, schema, trial(["independent", "mst"], 2.0, seeds=2), share=0.1,
+                     account=account, store=store)
+    usage = account.usage()
+    assert usage.epsilon == pytest.approx(0.2) and usage.runs == 1
+    paid, tried = store.list(account.key, RUN), store.list(account.key, SWEEP)
+    assert len(paid) == 1 and paid[0].epsilon == pytest.approx(0.2)
+    assert len(tried) == 1 and tried[0].epsilon == 0 and tried[0].delta == 0
+    assert tried[0].configuration["stand_in"]["run"] == paid[0].id
+    assert found.stand_in.ledger["total_epsilon"] == pytest.approx(0.2)
+    assert len(found.stand_in.synthetic) == len(table)
+    assert len(found.runs) == 4 and found.runs["error"].isna().all()
+    assert all(found.runs["ledger_epsilon"] <= 2.0 + 1e-9)  # each at the rehearsed ε
+    tvd = found.predicted.set_index("method")["tvd2"]
+    assert found.recommended == "mst" and tvd["mst"] < tvd["independent"], tvd
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"share": 1.0}, "share must be between 0 and 1"),
+    ({"share": 0.0}, "share must be between 0 and 1"),
+    ({"epsilon": -1.0}, "epsilon must be positive"),
+    ({"methods": ["nope"]}, "unknown method 'nope'"),
+    ({"methods": []}, "at least one method"),
+])
+def test_a_bad_rehearsal_is_refused_before_anything_is_spent(sample, tmp_path, monkeypatch,
+                                                             kwargs, message):
+    monkeypatch.setenv("SYNTH_HOME", str(tmp_path))
+    table, schema = sample
+    account = TableAccount.of(table, "census")
+    asked = {"epsilon": 1.0, "methods": ["independent"], "share": 0.1, **kwargs}
+    with pytest.raises(ParameterError, match=message):
+        rehearse(table, schema, trial(asked["methods"], asked["epsilon"]), asked["share"],
+                 account=account)
+    assert account.usage().epsilon == 0
+
+
+def test_the_cli_prints_each_methods_prediction_and_its_pick(tmp_path):
+    data, schema = sample_paths()
+    out = subprocess.run(
+        [sys.executable, "-m", "synth", "rehearse", str(data), "--schema", str(schema),
+         "--epsilon", "1", "--share", "0.2", "--methods", "independent", "mst", "--json",
+         "--quiet"], capture_output=True, text=True, cwd=REPO,
+        env={**os.environ, "SYNTH_HOME": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    found = json.loads(out.stdout)
+    assert found["stand_in"]["method"] == "aim"
+    assert found["stand_in"]["epsilon"] == pytest.approx(0.2)
+    assert set(found["predicted"]) == {"independent", "mst"}
+    best = min(found["predicted"], key=lambda m: found["predicted"][m]["tvd2"])
+    assert found["recommended"] == best
+    assert "smoother than your table" in found["caveat"]
