@@ -312,7 +312,7 @@ class Run:
                       "quality": report.overall, "data_validity": report.validity}
             ctx.progress(COMPARE, 3, steps)
             if held_out:
-                scores.update(ctx.wait(lambda: utility(test, synthetic, schema,
+                scores.update(ctx.wait(lambda: utility(test, synthetic, released,
                                                        real_train=table)))
                 ctx.progress(COMPARE, 4, steps)
         except Cancelled:

@@ -349,14 +349,23 @@ def rehearse(table: pd.DataFrame, schema: Schema, jobs: Sequence[Job], share: fl
                              f"costs), got {share!r}")
     if not jobs:
         raise ParameterError("a rehearsal needs at least one run to try on its stand-in")
+    if any(job.unit.declared for job in jobs):
+        raise ParameterError("a rehearsal protects rows, not people: it is not yet offered "
+                             "with a privacy unit")
+    if n_jobs == 0:
+        raise ParameterError("n_jobs must be ≥ 1, or negative (-1: every core), got 0")
+    from synth.methods import FitContext
     from synth.runs import Run, split
 
     epsilon = max(job.epsilon for job in jobs)
     delta = default_delta(len(table)) if delta is None else delta
     paid = Run(stand_in, schema, share * epsilon, delta, account=account, store=store,
                rows=len(table))
-    record = paid(table, schema, measure=False)
-    # from here on, only the stand-in is read: post-processing, charged to nobody
+    record = paid(table, schema, ctx=FitContext(should_stop=should_stop), measure=False)
+    # from here on, only the stand-in is read: post-processing, charged to nobody. Its runs
+    # see the schema's public view (domains read off the table are the table's, not the
+    # stand-in's), and learn the rest from the stand-in as they would from the table
+    schema = schema.public_view()
     train, test = split(record.synthetic, schema)
     where = {"stand_in": {"method": stand_in, "run": paid.entry and paid.entry.id,
                           "epsilon": record.ledger["total_epsilon"]}, **(described or {})}

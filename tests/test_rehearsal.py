@@ -75,3 +75,21 @@ def test_the_cli_prints_each_methods_prediction_and_its_pick(tmp_path):
     best = min(found["predicted"], key=lambda m: found["predicted"][m]["tvd2"])
     assert found["recommended"] == best
     assert "smoother than your table" in found["caveat"]
+
+
+def test_a_rehearsal_for_people_or_no_workers_is_refused_before_anything_is_spent(
+        sample, tmp_path, monkeypatch):
+    """A stand-in protects rows: runs that claim to protect people are refused, as is a
+    worker count joblib would refuse only after the stand-in was paid for."""
+    from synth.privacy.unit import PrivacyUnit
+    from synth.sweep import grid
+
+    monkeypatch.setenv("SYNTH_HOME", str(tmp_path))
+    table, schema = sample
+    account = TableAccount.of(table, "census")
+    people = grid(["independent"], [1.0], 1, unit=PrivacyUnit(schema.names[0], 2))
+    with pytest.raises(ParameterError, match="protects rows, not people"):
+        rehearse(table, schema, people, account=account)
+    with pytest.raises(ParameterError, match="n_jobs must be"):
+        rehearse(table, schema, trial(["independent"]), account=account, n_jobs=0)
+    assert account.usage().epsilon == 0

@@ -318,3 +318,21 @@ def test_a_run_whose_comparison_was_cancelled_reads_back_from_the_store(sample, 
     made = planned(table, schema, table.iloc[:500], ctx)
     back = RunRecord.read(store.get(planned.entry.id))
     assert "cancelled" in back.scores["error"] and len(back.synthetic) == len(made.synthetic)
+
+
+def test_a_table_whose_bounds_are_learned_is_scored_by_its_release():
+    """A bank-like table declares its categories and learns every bound: its 'pdays' is
+    blank for most clients (a missing indicator), which only a column with bounds can
+    encode. The tree is trained and tested on the release's learned bounds, so it scores
+    instead of failing (it failed on the declared schema, which has no bounds)."""
+    from synth.schema import Schema
+
+    from .conftest import script
+
+    bank = script("make_bank_data")
+    table, schema = bank.generate(6000, 0), Schema.from_dict(bank.categories_public())
+    assert schema["pdays"].lower is None and table["pdays"].isna().any()
+    train, test = split(table, schema)
+    record = run(train, schema, "independent", 4.0, test=test)
+    assert "error" not in record.scores, record.scores["error"]
+    assert 0.5 < record.scores["accuracy"] <= 1

@@ -88,7 +88,7 @@ class AIM(Synthesizer):
                "marginal method; how many rounds it runs depends on the data.")
     paper = "McKenna, Mullins, Sheldon, Miklau 2022 (PVLDB)"
     when = ("The closest on pairs of the methods at every ε measured (on Adult at ε = 1, "
-            "2-way TVD 0.040 and tree accuracy 0.836 in 35 s), improving with ε; its rounds "
+            "2-way TVD 0.040 and tree accuracy 0.836 in 36 s), improving with ε; its rounds "
             "follow the data, so its plan bounds the spending rather than listing it.")
     streams = True
     counts = True
