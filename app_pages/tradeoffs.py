@@ -132,7 +132,6 @@ def start() -> bool:
     """Start the sweep in the background, every run charged to the table's account and the
     sweep recorded in the run store; a rehearsal charges its stand-in alone."""
     with state.guard("Starting the sweep"):
-        train, test = state.split(ds, ds.schema)
         what = "rehearsal" if share else "sweep"
         job = runner.SweepJob(f"{ds.name}: {what} of {len(jobs)} runs", 0,
                               share * max(epsilons) if share else max(epsilons),
@@ -143,10 +142,14 @@ def start() -> bool:
         heard = {"on_row": lambda done, total, row: rows.append(row), "account": account,
                  "store": store, "described": where}
         table, schema = ds.table, ds.schema
-        state.start_sweep(job, lambda ctx: rehearse(
-            table, schema, jobs, share, default_delta(people), should_stop=ctx.should_stop,
-            **heard).runs if share else sweep(
-            jobs, train, test, schema, delta, should_stop=ctx.should_stop, **heard))
+        if share:  # the stand-in is made from the whole table, and split itself
+            state.start_sweep(job, lambda ctx: rehearse(
+                table, schema, jobs, share, default_delta(people),
+                should_stop=ctx.should_stop, **heard).runs)
+        else:
+            train, test = state.split(ds, schema)
+            state.start_sweep(job, lambda ctx: sweep(
+                jobs, train, test, schema, delta, should_stop=ctx.should_stop, **heard))
         return True
     return False
 

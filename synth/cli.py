@@ -45,7 +45,7 @@ from synth.release import write_file as _write  # every other file the CLI write
 from synth.schema import DATETIME, Schema, infer_schema, read_as_numbers, validate
 from synth.source import TableFile, open_table, table_population
 from synth.store import RunStore
-from synth.sweep import DEMO, PRESETS, REHEARSED, STAND_IN
+from synth.sweep import DEMO, PRESETS, REHEARSED, SHARE, STAND_IN
 
 
 class _Bars:
@@ -710,9 +710,9 @@ def build_parser() -> argparse.ArgumentParser:
     reh.add_argument("--schema", type=Path, required=True)
     reh.add_argument("--epsilon", type=float, required=True,
                      help="the ε of the run being rehearsed")
-    reh.add_argument("--share", type=float, default=0.1,
+    reh.add_argument("--share", type=float, default=SHARE,
                      help="the stand-in's cost, as a part of --epsilon (charged to the "
-                          "table's account; default 0.1)")
+                          f"table's account; default {SHARE:g})")
     reh.add_argument("--delta", type=float, help="default: the largest power of ten ≤ 1/(10n)")
     reh.add_argument("--methods", nargs="+", choices=sorted(METHODS),
                      default=list(REHEARSED), help="the methods to try on the stand-in")
