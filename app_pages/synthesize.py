@@ -25,6 +25,7 @@ from synth.privacy.budget import WEAK_EPSILON, cautions, default_delta, epsilon_
 from synth.privacy.composition import explore
 from synth.privacy.domains import DOMAIN, default_share
 from synth.privacy.unit import PrivacyUnit, population
+from synth.recommend import Recommendation, recommend
 from synth.release import CONFIGURATION, LEDGER, REPORT, TABLE
 from synth.report import steward_report
 from synth.schema import Schema
@@ -83,6 +84,7 @@ with right:
     explain("δ is the small chance that the ε guarantee fails; keep it well below 1/n so that "
             "no single row is likely to be exposed.")
 st.caption(f"{cls.summary}  \n**When:** {cls.when}")
+advice_box = st.empty()  # filled once the rows a run sees are known (the hold-out box below)
 with st.expander("Which method when? One line each, from the benchmarks"):
     st.markdown("\n".join(f"- **{m.title}**: {m.when} ({m.paper})" for m in METHODS.values()))
     st.caption("Adult by the measuring protocol (21,707 training rows, δ = 1e-5), medians of "
@@ -157,6 +159,31 @@ def about(seconds: float) -> str:
 planned = budget = None
 people = population(state.split(ds, schema, holdout)[0], ds.unit)
 rows = people.units
+
+
+def advice() -> Recommendation | None:
+    """The recommended method for these public facts, worked out once per setting (five
+    plans): None where no method can run (the plan below says why)."""
+    key = (json.dumps(schema.to_dict(), sort_keys=True, default=str), epsilon, delta, people,
+           ds.unit)
+    kept = st.session_state.get("advice")
+    if kept is None or kept[0] != key:
+        try:
+            found = recommend(schema, epsilon, delta, people, ds.unit)
+        except SynthError:
+            found = None
+        kept = st.session_state["advice"] = (key, found)
+    return kept[1]
+
+
+advised = advice()
+if advised is not None:
+    advice_box.caption(
+        f":material/recommend: **Recommended here: {METHODS[advised.method].title}**"
+        + (" (your choice)" if advised.method == method else "") + f": {advised.why}."
+        + "".join(f" {METHODS[m].title} was passed over: {r}." for m, r in advised.passed_over)
+        + " From the table's public facts and the benchmarks; a rehearsal on the Trade-offs "
+          "page tries the methods on a stand-in of this table.")
 with plan_box:
     counted = (f"{rows:,} rows" if not ds.unit.declared else
                f"{people.units:,} people of up to {ds.unit.max_rows} rows each (how many rows "

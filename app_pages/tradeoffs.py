@@ -258,7 +258,9 @@ with tabs[3]:
     left, right = st.columns(2)
     left.download_button("Sweep table (CSV)", result.to_csv(index=False), "sweep.csv",
                          mime="text/csv", on_click="ignore")
-    right.download_button("Sweep report (HTML)", partial(sweep_report, result),
+    right.download_button("Sweep report (HTML)", partial(sweep_report, result, rehearsed),
                           "sweep-report.html", mime="text/html", on_click="ignore",
                           help="Every chart and run in one self-contained page. Its figures "
-                               "measure synthetic tables against the real one: not for release.")
+                               "measure synthetic tables against "
+                               + ("the stand-in." if rehearsed else
+                                  "the real one: not for release."))

@@ -19,12 +19,15 @@ known, every numeric bound to be learned privately).
 
 from __future__ import annotations
 
-import argparse
-import json
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or loaded by path
+from generated_tables import main as cli
+from generated_tables import pick, without_bounds
 
 JOBS = {"management": 0.21, "blue-collar": 0.22, "technician": 0.17, "admin.": 0.11,
         "services": 0.09, "retired": 0.05, "self-employed": 0.035, "entrepreneur": 0.033,
@@ -44,18 +47,10 @@ ORDER = ["age", "job", "marital", "education", "default", "balance", "housing", 
          "y"]
 
 
-def _pick(rng: np.random.Generator, options, weights) -> np.ndarray:
-    """One draw per row from per-row weights (rows of ``weights`` are normalised here)."""
-    w = np.asarray(weights, dtype=float)
-    w = w / w.sum(axis=-1, keepdims=True)
-    idx = (rng.random(w.shape[0])[:, None] > np.cumsum(w, axis=1)).sum(axis=1)
-    return np.asarray(options, dtype=object)[np.minimum(idx, len(options) - 1)]
-
-
 def generate(rows: int = 45_000, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     n = rows
-    job = _pick(rng, list(JOBS), np.tile(list(JOBS.values()), (n, 1)))
+    job = pick(rng, list(JOBS), np.tile(list(JOBS.values()), (n, 1)))
     retired, student = job == "retired", job == "student"
     # ages: a working-age bulk, students young, the retired old (the tail to 95)
     age = 24 + rng.gamma(4.0, 4.2, n)
@@ -63,28 +58,28 @@ def generate(rows: int = 45_000, seed: int = 0) -> pd.DataFrame:
     age[retired] = 55 + rng.gamma(2.5, 4.5, retired.sum())
     age = np.clip(np.round(age), 18, 95).astype(int)
     married = np.clip(0.2 + 0.012 * (age - 20), 0.05, 0.8)
-    marital = _pick(rng, MARITAL, np.column_stack([married, 1 - married - 0.12,
+    marital = pick(rng, MARITAL, np.column_stack([married, 1 - married - 0.12,
                                                    np.full(n, 0.12)]).clip(0.01))
     tertiary = np.isin(job, ["management", "self-employed", "entrepreneur"])
-    education = _pick(rng, EDUCATION, np.where(tertiary[:, None], [0.05, 0.25, 0.66, 0.04],
+    education = pick(rng, EDUCATION, np.where(tertiary[:, None], [0.05, 0.25, 0.66, 0.04],
                                                [0.18, 0.60, 0.18, 0.04]))
-    default = _pick(rng, YES_NO, np.tile([0.982, 0.018], (n, 1)))
+    default = pick(rng, YES_NO, np.tile([0.982, 0.018], (n, 1)))
     # balances: a lognormal bulk, one in twelve overdrawn, a heavy upper tail
     balance = rng.lognormal(6.3, 1.5, n) * (1 + 0.01 * (age - 40).clip(0))
     overdrawn = rng.random(n) < np.where(default == "yes", 0.6, 0.075)
     balance[overdrawn] = -rng.lognormal(5.3, 1.2, overdrawn.sum())
     balance = np.round(np.clip(balance, -8_019, 102_127)).astype(int)
-    housing = _pick(rng, YES_NO, np.where((age < 60)[:, None], [0.4, 0.6], [0.8, 0.2]))
-    loan = _pick(rng, YES_NO, np.tile([0.84, 0.16], (n, 1)))
-    contact = _pick(rng, CONTACT, np.tile([0.65, 0.06, 0.29], (n, 1)))
+    housing = pick(rng, YES_NO, np.where((age < 60)[:, None], [0.4, 0.6], [0.8, 0.2]))
+    loan = pick(rng, YES_NO, np.tile([0.84, 0.16], (n, 1)))
+    contact = pick(rng, CONTACT, np.tile([0.65, 0.06, 0.29], (n, 1)))
     day = np.clip(np.round(rng.normal(16, 8.3, n)), 1, 31).astype(int)
-    month = _pick(rng, MONTHS, np.tile(MONTH_SHARE, (n, 1)))
+    month = pick(rng, MONTHS, np.tile(MONTH_SHARE, (n, 1)))
     duration = np.clip(np.round(rng.lognormal(5.2, 0.8, n)), 0, 4_918).astype(int)
     campaign = np.clip(1 + np.round(rng.pareto(1.6, n) * 1.5), 1, 63).astype(int)
     called = rng.random(n) < 0.18
     pdays = np.where(called, np.clip(np.round(rng.gamma(2.0, 110.0, n)), 1, 871), np.nan)
     previous = np.where(called, np.clip(1 + np.round(rng.pareto(1.3, n) * 2), 1, 275), 0)
-    poutcome = np.where(called, _pick(rng, ("failure", "other", "success"),
+    poutcome = np.where(called, pick(rng, ("failure", "other", "success"),
                                       np.tile([0.55, 0.22, 0.23], (n, 1))), "unknown")
     logit = (-3.4 + 0.0045 * duration + 2.3 * (poutcome == "success")
              + 0.9 * np.isin(month, ["mar", "sep", "oct", "dec"])
@@ -121,24 +116,11 @@ def public_schema() -> dict:
 
 def categories_public() -> dict:
     """The schema of a steward without a codebook: categories public, bounds to be learned."""
-    schema = public_schema()
-    for col in schema["columns"]:
-        if col["kind"] == "numeric":
-            col.pop("lower"), col.pop("upper")
-            col["public"] = False
-    return schema
+    return without_bounds(public_schema())
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=45_000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out-dir", type=Path, default=Path("."))
-    args = parser.parse_args(argv)
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    generate(args.rows, args.seed).to_csv(args.out_dir / "bank_like.csv", index=False)
-    (args.out_dir / "bank_like.schema.json").write_text(json.dumps(public_schema(), indent=2)
-                                                        + "\n")
+    cli(__doc__, generate, public_schema, 45_000, "bank_like", argv)
 
 
 if __name__ == "__main__":

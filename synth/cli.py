@@ -40,6 +40,7 @@ from synth.methods.base import check_rows
 from synth.privacy.budget import cautions, default_delta, epsilon_text
 from synth.privacy.unit import PrivacyUnit
 from synth.protocol import protocol_split
+from synth.recommend import recommend
 from synth.release import LEDGER, TABLE, Output, ReleaseWriter
 from synth.release import write_file as _write  # every other file the CLI writes
 from synth.schema import DATETIME, Schema, infer_schema, read_as_numbers, validate
@@ -232,23 +233,28 @@ def cmd_plan(args: argparse.Namespace) -> int:
     a privacy unit, the unit column's distinct count): never a value."""
     table = TableFile(Path(args.data), encoding=args.encoding)
     schema = Schema.load(args.schema)
-    params, shares = parse_settings(args.set or [], args.method)
     unit = PrivacyUnit(args.privacy_unit, 1 if args.max_rows_per_unit is None
                        else args.max_rows_per_unit)
     people = table_population(table, unit)
     delta = args.delta if args.delta is not None else default_delta(people.units)
-    run = runs.Run(args.method, schema, args.epsilon, delta, params, shares,
+    advice = None if args.method else recommend(schema, args.epsilon, delta, people, unit)
+    method = args.method or advice.method
+    params, shares = parse_settings(args.set or [], method)
+    run = runs.Run(method, schema, args.epsilon, delta, params, shares,
                    args.postprocessing_seed, rows=people, unit=unit)
     planned = run.plan
     if args.json:
-        print(json.dumps({"method": args.method, "population": vars(people),
+        print(json.dumps({"method": method, "population": vars(people),
                           "budget": run.budget.to_dict(), "relation": unit.relation,
-                          "command": run.command, **planned.to_dict()}, indent=2,
-                         ensure_ascii=False))
+                          "command": run.command, **planned.to_dict(),
+                          **({"recommendation": advice.to_dict()} if advice else {})},
+                         indent=2, ensure_ascii=False))
     else:
+        for line in advice.lines() if advice else ():
+            print(line)
         who = (f"{people.units:,} units of up to {unit.max_rows} rows" if unit.declared
                else f"{people.rows:,} rows")
-        print(f"{args.method} on {table.name} ({who}), ε = {args.epsilon:g}, "
+        print(f"{method} on {table.name} ({who}), ε = {args.epsilon:g}, "
               f"δ = {delta:.3g}:")
         for line in planned.lines():
             print(f"  {line}")
@@ -601,10 +607,13 @@ def build_parser() -> argparse.ArgumentParser:
     data_arg(confirm)
     confirm.set_defaults(func=cmd_schema_confirm)
 
-    def run_args(p: argparse.ArgumentParser) -> None:  # shared by run and plan
+    def run_args(p: argparse.ArgumentParser, recommends: bool = False) -> None:
+        """The arguments run and plan share; plan recommends a method when none is named."""
         p.add_argument("data")
         p.add_argument("--schema", type=Path, required=True)
-        p.add_argument("--method", required=True, choices=sorted(METHODS))
+        p.add_argument("--method", required=not recommends, choices=sorted(METHODS),
+                       help="default: the method the benchmarks recommend for the table's "
+                            "public facts" if recommends else None)
         p.add_argument("--epsilon", type=float, required=True)
         p.add_argument("--delta", type=float,
                        help="default: the largest power of ten ≤ 1/(10n)")
@@ -626,7 +635,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     planning = sub.add_parser("plan", help="what `run` with these arguments would charge, "
                               "refuse or take, from the row count alone (nothing is spent)")
-    run_args(planning)
+    run_args(planning, recommends=True)
     planning.add_argument("--json", action="store_true",
                           help="the plan as JSON: its entries in the ledger's own format")
     planning.set_defaults(func=cmd_plan)

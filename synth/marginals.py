@@ -146,6 +146,12 @@ def _layout(space: Space, tuples: Sequence[tuple[int, ...]], levels: int, exact:
     return slots, np.array(bounds, dtype=np.int64), np.array(sens), labels
 
 
+def finest_bins(steps: int, levels: int, exact: int) -> int:
+    """The intervals a numeric column of ``steps`` whole steps (0: continuous) is seen
+    through at the finest of ``levels``: 2^levels, or one per value (see :func:`_bins`)."""
+    return _bins(steps, levels, levels, exact)
+
+
 def _bins(steps: int, level: int, levels: int, exact: int) -> int:
     """A numeric column's intervals at ``level``: 2^level, but at the finest level a whole
     number taking at most ``exact`` values (``steps`` + 1) gets an interval per value: 32

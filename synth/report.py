@@ -141,16 +141,21 @@ def check_ledger(record: Any) -> None:
                         f"{lacks or list(LEDGER_KEYS)}")
 
 
-def sweep_report(rows: pd.DataFrame) -> str:
-    """A sweep's table (as ``synth sweep`` writes it): metrics against ε, and every run."""
+def sweep_report(rows: pd.DataFrame, rehearsal: bool = False) -> str:
+    """A sweep's table (as ``synth sweep`` writes it): metrics against ε, and every run; a
+    ``rehearsal``'s runs were made from and scored against a DP stand-in, not the table."""
     lacks = [c for c in SWEEP_COLUMNS if c not in rows.columns]
     if lacks:
         raise DataError(f"not a sweep's table (as `synth sweep --out` writes it): it lacks "
                         f"columns {lacks}")
     title = (f"Sweep report: {len(rows)} runs of "
              f"{', '.join(sorted(titled(m) for m in set(rows['method'])))}")
-    body = [_h(title, 1), _p(REAL_DATA + " (every figure here measures synthetic tables "
-                             "against the real one).")]
+    body = [_h(title, 1), _p(
+        "A rehearsal: every run was made from a DP stand-in of the table and is scored "
+        "against the stand-in (a release), not against the real table; the ε in the runs "
+        "was not charged, only the stand-in's. For the data steward, who decides from it."
+        if rehearsal else REAL_DATA + " (every figure here measures synthetic tables against "
+                                      "the real one).")]
     for metric, label in (("accuracy", "tree accuracy (real test)"),
                           ("logistic_accuracy", "logistic accuracy (real test)"),
                           ("tvd1", "1-way TVD"), ("tvd2", "2-way TVD")):

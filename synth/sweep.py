@@ -36,6 +36,7 @@ from synth.account import TableAccount
 from synth.errors import ParameterError, SynthError, without_values
 from synth.privacy.budget import default_delta
 from synth.privacy.unit import PrivacyUnit
+from synth.protocol import cut_points
 from synth.release import write_file
 from synth.schema import Schema
 from synth.source import TableFile
@@ -359,6 +360,10 @@ def rehearse(table: pd.DataFrame, schema: Schema, jobs: Sequence[Job], share: fl
 
     epsilon = max(job.epsilon for job in jobs)
     delta = default_delta(len(table)) if delta is None else delta
+    # the stand-in has as many rows as the table, and its runs fit the protocol's train and
+    # validation parts of it: a grid none of whose runs can run there is refused unpaid
+    tried = cut_points(len(table))[1] if schema.target is not None else len(table)
+    _check_tried(jobs, schema.public_view(), delta, tried)
     paid = Run(stand_in, schema, share * epsilon, delta, account=account, store=store,
                rows=len(table))
     record = paid(table, schema, ctx=FitContext(should_stop=should_stop), measure=False)
@@ -375,6 +380,25 @@ def rehearse(table: pd.DataFrame, schema: Schema, jobs: Sequence[Job], share: fl
     methods = list(dict.fromkeys(job.method for job in jobs))
     predicted = summary(runs[runs["epsilon"] == epsilon], methods)
     return Rehearsal(epsilon, record, runs, predicted, recommended(predicted))
+
+
+def _check_tried(jobs: Sequence[Job], schema: Schema, delta: float, rows: int) -> None:
+    """Refuse, before the stand-in is paid for, a rehearsal none of whose runs could run on
+    it: each job planned from public facts (the schema's public view, the stand-in's rows)."""
+    from synth.runs import Run
+
+    reasons = {}
+    for job in jobs:
+        try:
+            refusals = Run(job.method, schema, job.epsilon, delta, job.params,
+                           rows=rows).plan.refusals
+        except SynthError as err:
+            refusals = (err,)
+        if not refusals:
+            return
+        reasons.setdefault(job.method, refusals[0].brief)
+    raise ParameterError("no run of this rehearsal could run on its stand-in, so nothing was "
+                         "spent: " + "; ".join(f"{m}: {r}" for m, r in reasons.items()))
 
 
 def recommended(predicted: pd.DataFrame) -> str | None:

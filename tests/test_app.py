@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 from synth.account import Store
 from synth.data import fingerprint, load_sample
 from synth.declarations import nice_bounds
-from synth.methods import make
+from synth.methods import METHODS, make
 from synth.privacy.budget import Budget
 from synth.privacy.composition import explore
 from synth.privacy.unit import PrivacyUnit
@@ -502,6 +502,25 @@ def test_the_preview_follows_the_budget_split(app):
     assert per_pick() < before  # less ε left for selection: a smaller per-pick ε
     assert per_pick() == pytest.approx(package(0.5), rel=5e-3)
     assert not finished(app)  # nothing spent
+
+
+def test_the_synthesize_page_recommends_what_the_package_does(app):
+    """The page's recommendation is the package's for the rows its plan counts (the hold-out
+    sixth left out), and it says so when the method chosen is the one recommended."""
+    from synth.recommend import recommend
+
+    app.switch_page(SYNTH).run()
+    _, schema = load_sample()
+    delta = app.number_input[0].value
+    said = next(m.value for m in app.markdown if "planned from the schema and" in m.value)
+    rows = int(said.split("planned from the schema and ")[1].split(" rows")[0].replace(",", ""))
+    expected = recommend(schema, 1.0, delta, rows)
+    line = next(c.value for c in app.caption if "Recommended here" in c.value)
+    assert METHODS[expected.method].title in line and expected.why in line
+    assert "(your choice)" not in line or app.selectbox[0].value == expected.method
+    app.selectbox[0].set_value(expected.method).run()
+    assert "(your choice)" in next(c.value for c in app.caption if "Recommended here" in c.value)
+    assert not app.exception and not finished(app)  # nothing spent
 
 
 def test_the_app_draws_no_emoji():

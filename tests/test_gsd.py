@@ -83,6 +83,29 @@ def test_mutations_propose_whole_numbers_and_the_bounds():
     assert space.decode(values)["n"].between(0, 4).all()
 
 
+def test_spreading_a_release_keeps_every_answer_atom_and_exact_value():
+    """Numbers are redrawn within the finest interval the queries see: every marginal the
+    search fits answers the same, the bounds (atoms) and one-value intervals stay, and the
+    copies of one point no longer stack."""
+    from synth.marginals import workloads
+    from synth.methods.gsd.method import spread
+
+    schema = Schema((Column("x", "numeric", lower=0, upper=1, public=True),
+                     Column("hours", "numeric", lower=1, upper=99, integer=True, public=True),
+                     Column("c", "categorical", categories=("a", "b"), public=True)))
+    space = Space(schema)
+    rng = np.random.default_rng(3)
+    x = np.repeat(space.random(50, rng), 40, axis=0)  # 50 points, each copied 40 times
+    out = spread(x, space, 5, 128, rng)
+    for q in (*build(space, ["bt"], rng, levels=5, exact=128),
+              workloads(space, "1-way", levels=5, exact=128)):
+        np.testing.assert_array_equal(q.counts(out), q.counts(x))
+    atoms = np.isin(x[:, 0], [0.0, 1.0])
+    assert atoms.any() and np.array_equal(out[atoms, 0], x[atoms, 0])
+    np.testing.assert_array_equal(out[:, 1:], x[:, 1:])  # 99 hours: one interval per value
+    assert len(np.unique(out[~atoms, 0])) == (~atoms).sum() > len(np.unique(x[~atoms, 0]))
+
+
 def test_plan_size_counts_what_build_makes(small):
     space = Space(small[1])
     kinds = [c.kind == "categorical" for c in small[1]]

@@ -93,3 +93,16 @@ def test_a_rehearsal_for_people_or_no_workers_is_refused_before_anything_is_spen
     with pytest.raises(ParameterError, match="n_jobs must be"):
         rehearse(table, schema, trial(["independent"]), account=account, n_jobs=0)
     assert account.usage().epsilon == 0
+
+
+def test_a_rehearsal_none_of_whose_runs_could_run_is_refused_unpaid(sample, tmp_path,
+                                                                    monkeypatch):
+    """Each tried run is planned on the stand-in's public facts before the stand-in is paid
+    for: a grid that could only fail there costs nothing, and the refusal names the method."""
+    monkeypatch.setenv("SYNTH_HOME", str(tmp_path))
+    table, schema = sample
+    account = TableAccount.of(table, "census")
+    doomed = trial(["gsd"], 1.0, seeds=1, fixed={"gsd": {"rows": 10**9}})
+    with pytest.raises(ParameterError, match="nothing was spent: gsd: rows = 1,000,000,000"):
+        rehearse(table, schema, doomed, account=account)
+    assert account.usage().epsilon == 0

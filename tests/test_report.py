@@ -75,6 +75,14 @@ def test_sweep_report_charts_every_metric_and_lists_the_runs(reports):
     rows = pd.read_csv(reports / "sweep.csv")
     assert page.count("plotly-graph-div") >= 4 and len(rows) == 4
     assert "2-way TVD against" in page and page.count("<tr>") >= len(rows) + 1
+    assert "against the real one" in page and "stand-in" not in page
+
+
+def test_a_rehearsals_report_says_it_measures_the_stand_in(reports):
+    from synth.report import sweep_report
+
+    page = sweep_report(pd.read_csv(reports / "sweep.csv"), rehearsal=True)
+    assert "scored against the stand-in" in page and "against the real one" not in page
 
 
 def test_report_needs_the_synthetic_table_to_compare(tmp_path, reports):

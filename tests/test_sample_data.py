@@ -38,3 +38,32 @@ def test_sample_has_dependencies_a_tree_can_learn():
     rng = np.random.default_rng(0)
     shuffled = train.apply(lambda c: c.to_numpy()[rng.permutation(len(c))])
     assert marginal_tvd(train, shuffled, schema).tvd2 > 0.05
+
+
+def test_the_churn_like_table_fits_its_codebook_and_keeps_its_structure():
+    """scripts/make_churn_data.py: 7,000 × 20, every value inside the declared domains,
+    blanks only in TotalCharges (the first month's), add-ons tied to internet service, and a
+    target a tree can learn above its majority rate."""
+    from .conftest import script
+
+    make = script("make_churn_data")
+    table = make.generate()
+    schema = Schema.from_dict(make.public_schema())
+    assert table.shape == (7_000, 20) and schema.names == list(table.columns)
+    frame = validate(table, schema)
+    for col in schema:
+        values = table[col.name].dropna()
+        if col.kind == "categorical":
+            assert set(values.astype(str)) <= set(col.categories), col.name
+        else:
+            assert values.between(col.lower, col.upper).all(), col.name
+    assert table.columns[table.isna().any()].tolist() == ["TotalCharges"]
+    assert (table["TotalCharges"].isna() == (table["tenure"] == 0)).all()
+    offline = table["InternetService"] == "No"
+    for add_on in make.ADD_ONS:
+        assert ((table[add_on] == "No internet service") == offline).all(), add_on
+    assert 0.2 < (table["Churn"] == "Yes").mean() < 0.35
+    train, _, test = protocol_split(frame)
+    assert tree_utility(train, test, schema)["accuracy"] > majority_rate(test, "Churn") + 0.02
+    learned = Schema.from_dict(make.categories_public())  # no codebook: bounds to learn
+    assert all(c.lower is None for c in learned if c.kind == "numeric")

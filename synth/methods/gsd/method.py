@@ -36,6 +36,7 @@ from synth.marginals import (
     check_audible,
     check_fits,
     count,
+    finest_bins,
     measure,
     measurement_event,
     plan_rounds,
@@ -334,8 +335,11 @@ class GSD(Synthesizer):
         return result.table
 
     def _sample(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
-        """Rows of the projected table (post-processing)."""
-        return self.space_.decode(self.table_[resample(len(self.table_), n, rng)])
+        """Rows of the projected table, each number spread within its finest interval
+        (post-processing)."""
+        rows = self.table_[resample(len(self.table_), n, rng)]
+        return self.space_.decode(spread(rows, self.space_, self.levels, self.exact_integers,
+                                         rng))
 
 
 @dataclass
@@ -360,6 +364,26 @@ class _Rounds:
     def label(self, w: int) -> str:
         k, local = _locate(self.first, w)
         return f"{self.classes[k].kind}: {self.classes[k].labels[local]}"
+
+
+def spread(x: np.ndarray, space: Space, levels: int, exact: int,
+           rng: np.random.Generator) -> np.ndarray:
+    """``x`` with each number redrawn uniformly within the finest interval any query sees it
+    through, so every query's answer is unchanged (but for a whole number's rounding).
+    Without it n rows drawn from N' stack copies of N' points inside those intervals: a
+    date's 60 months from 2,000 points were 0.09 off in TVD with exact answers, 0.07 spread
+    (benchmarks/dates.py). A bound (an atom of the search) and a whole number seen one value
+    per interval stay as they are."""
+    x = x.copy()
+    for j in space.numeric:
+        bins = finest_bins(int(space.steps[j]), levels, exact)
+        if bins != 2**levels:
+            continue
+        v = x[:, j]
+        inside = (v > 0) & (v < 1)
+        cell = np.minimum(np.floor(v[inside] * bins), bins - 1)
+        x[inside, j] = (cell + rng.random(int(inside.sum()))) / bins
+    return x
 
 
 def _remedy(rounds: int) -> str:

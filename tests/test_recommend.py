@@ -1,0 +1,61 @@
+"""The plan's recommendation: the benchmarks' order, public facts only, reasons for each skip."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from synth.errors import BudgetError
+from synth.recommend import RANKED, WHY, recommend
+
+REPO = Path(__file__).resolve().parent.parent
+PEERS = REPO / "benchmarks/results/peers.json"
+SAMPLE = REPO / "sample_data/census_demo.csv"
+
+
+def test_the_order_is_the_benchmarks_at_epsilon_1():
+    """RANKED is read off peers.json's medians, not chosen: a rerun that reorders the methods
+    fails here until the order (and its reasons) follow."""
+    summary = json.loads(PEERS.read_text())["summary"]
+    measured = [m for m in RANKED if f"{m} at ε=1" in summary]
+    assert len(measured) >= 4
+    by_tvd = sorted(measured, key=lambda m: summary[f"{m} at ε=1"]["tvd2"]["median"])
+    assert by_tvd == measured
+    first = RANKED[0]
+    for eps in (0.5, 1, 2, 4, 8):  # the first is first at every ε measured, as WHY says
+        cells = {m: summary[f"{m} at ε={eps:g}"]["tvd2"]["median"] for m in measured
+                 if f"{m} at ε={eps:g}" in summary}
+        assert min(cells, key=cells.get) == first, eps
+    assert set(WHY) == set(RANKED)
+
+
+def test_adult_gets_the_first_and_a_slow_first_is_passed_over_by_name(adult_public):
+    adult = adult_public
+    found = recommend(adult, 1.0, 1e-5, 21_707)
+    assert found.method == RANKED[0] and not found.passed_over and found.seconds > 0
+    hurried = recommend(adult, 1.0, 1e-5, 21_707, patience=found.seconds / 2)
+    assert hurried.method != found.method
+    skipped = dict(hurried.passed_over)
+    assert found.method in skipped and "over" in skipped[found.method]
+    assert hurried.seconds <= found.seconds / 2
+    assert list(skipped) == list(RANKED[:RANKED.index(hurried.method)])  # in order
+
+
+def test_pure_dp_is_refused_naming_delta(adult_public):
+    with pytest.raises(BudgetError, match="δ"):
+        recommend(adult_public, 1.0, 0.0, 21_707)
+
+
+def test_plan_without_a_method_recommends_one_and_plans_it():
+    schema = SAMPLE.with_name("census_demo.schema.json")
+    out = subprocess.run([sys.executable, "-m", "synth", "plan", str(SAMPLE), "--schema",
+                          str(schema), "--epsilon", "1", "--json"],
+                         capture_output=True, text=True, check=True)
+    planned = json.loads(out.stdout)
+    advice = planned["recommendation"]
+    assert advice["method"] == planned["method"] == RANKED[0]
+    assert advice["why"] == WHY[RANKED[0]] and advice["seconds"] == planned["seconds"]
