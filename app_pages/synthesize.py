@@ -3,6 +3,7 @@ anything, run it in the background while watching it learn, download the release
 
 import contextlib
 import json
+import logging
 import time
 from functools import partial
 
@@ -33,6 +34,7 @@ from synth.source import TableFile
 from synth.status import CANCELLED, DIED, FAILED, RUNNING
 from ui import layout, parameters, runner, state
 
+log = logging.getLogger(__name__)
 REFRESH = 1.0  # seconds between redraws of a live run's progress
 CURVES = 5.0  # and of its curves
 
@@ -169,8 +171,10 @@ def advice() -> Recommendation | None:
     kept = st.session_state.get("advice")
     if kept is None or kept[0] != key:
         try:
-            found = recommend(schema, epsilon, delta, people, ds.unit)
-        except SynthError:
+            with st.spinner("Planning each method to recommend one"):
+                found = recommend(schema, epsilon, delta, people, ds.unit)
+        except Exception:  # advice only: a plan that fails shows its reason below, if chosen
+            log.exception("no recommendation")
             found = None
         kept = st.session_state["advice"] = (key, found)
     return kept[1]

@@ -237,6 +237,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
                        else args.max_rows_per_unit)
     people = table_population(table, unit)
     delta = args.delta if args.delta is not None else default_delta(people.units)
+    if not args.method and args.set:
+        raise ParameterError("--set applies to one method's parameters: name it with --method")
     advice = None if args.method else recommend(schema, args.epsilon, delta, people, unit)
     method = args.method or advice.method
     params, shares = parse_settings(args.set or [], method)

@@ -36,6 +36,8 @@ WHY = {
     "independent": "it keeps single columns best (1-way TVD 0.009 on Adult at ε = 1) but no "
                    "relationships between them; the methods that keep them could not run here",
 }
+ONE_COLUMN = ("one column has no relationships to keep: its own histogram, measured directly, "
+              "is what every method would release")
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,9 @@ def recommend(schema: Schema, epsilon: float, delta: float, population: Populati
     refusal if none can run."""
     from synth.runs import Run  # runs imports the methods; this module stays light
 
+    if len(schema.names) == 1:
+        return Recommendation("independent", ONE_COLUMN, Run(
+            "independent", schema, epsilon, delta, rows=population, unit=unit).plan.seconds)
     passed: list[tuple[str, str]] = []
     last: SynthError | None = None
     for name in RANKED:

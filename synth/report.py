@@ -156,8 +156,9 @@ def sweep_report(rows: pd.DataFrame, rehearsal: bool = False) -> str:
         "was not charged, only the stand-in's. For the data steward, who decides from it."
         if rehearsal else REAL_DATA + " (every figure here measures synthetic tables against "
                                       "the real one).")]
-    for metric, label in (("accuracy", "tree accuracy (real test)"),
-                          ("logistic_accuracy", "logistic accuracy (real test)"),
+    tested = "stand-in test" if rehearsal else "real test"
+    for metric, label in (("accuracy", f"tree accuracy ({tested})"),
+                          ("logistic_accuracy", f"logistic accuracy ({tested})"),
                           ("tvd1", "1-way TVD"), ("tvd2", "2-way TVD")):
         if rows[metric].notna().any():
             body.append(_figure(sweep_chart(rows, metric, label)))

@@ -85,13 +85,16 @@ def test_mutations_propose_whole_numbers_and_the_bounds():
 
 def test_spreading_a_release_keeps_every_answer_atom_and_exact_value():
     """Numbers are redrawn within the finest interval the queries see: every marginal the
-    search fits answers the same, the bounds (atoms) and one-value intervals stay, and the
-    copies of one point no longer stack."""
+    search fits answers the same, whole numbers stay whole, the bounds (atoms) and columns
+    seen one value per interval stay, and the copies of one point no longer stack."""
     from synth.marginals import workloads
     from synth.methods.gsd.method import spread
 
     schema = Schema((Column("x", "numeric", lower=0, upper=1, public=True),
+                     Column("amount", "numeric", lower=0, upper=1000, integer=True,
+                            public=True),
                      Column("hours", "numeric", lower=1, upper=99, integer=True, public=True),
+                     Column("day", "numeric", lower=1, upper=31, integer=True, public=True),
                      Column("c", "categorical", categories=("a", "b"), public=True)))
     space = Space(schema)
     rng = np.random.default_rng(3)
@@ -100,10 +103,30 @@ def test_spreading_a_release_keeps_every_answer_atom_and_exact_value():
     for q in (*build(space, ["bt"], rng, levels=5, exact=128),
               workloads(space, "1-way", levels=5, exact=128)):
         np.testing.assert_array_equal(q.counts(out), q.counts(x))
-    atoms = np.isin(x[:, 0], [0.0, 1.0])
-    assert atoms.any() and np.array_equal(out[atoms, 0], x[atoms, 0])
-    np.testing.assert_array_equal(out[:, 1:], x[:, 1:])  # 99 hours: one interval per value
-    assert len(np.unique(out[~atoms, 0])) == (~atoms).sum() > len(np.unique(x[~atoms, 0]))
+    # hours (99 values) has an interval per value, day (31) fewer values than intervals
+    np.testing.assert_array_equal(out[:, 2:], x[:, 2:])
+    whole = out[:, 1] * 1000
+    np.testing.assert_allclose(whole, np.round(whole), atol=1e-9)
+    for j in (0, 1):
+        atoms = np.isin(x[:, j], [0.0, 1.0])
+        assert atoms.any() and np.array_equal(out[atoms, j], x[atoms, j])
+        assert len(np.unique(out[~atoms, j])) > 10 * len(np.unique(x[~atoms, j]))
+    released = space.decode(out)
+    assert released["amount"].between(0, 1000).all()
+
+
+def test_random_queries_keep_their_numbers_where_the_search_put_them(sample):
+    """Prefix and halfspace thresholds cut inside the intervals: spreading would change
+    their answers, so a fit with them samples the search's numbers as they are."""
+    table, schema = sample
+    model = make("gsd", {"queries": "cat2+prefix", "rounds": 2, "rows": 60,
+                         "max_generations": 50, "random_queries": 50})
+    model.fit(table, schema, Budget(1.0, 1e-6), FitContext(postprocessing_seed=0))
+    drawn = model.space_.decode(model.table_)
+    numbers = [c.name for c in schema if c.kind == "numeric"]
+    released = model.sample(500)
+    for name in numbers:
+        assert set(released[name].dropna()) <= set(drawn[name].dropna()), name
 
 
 def test_plan_size_counts_what_build_makes(small):

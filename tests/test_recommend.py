@@ -59,3 +59,18 @@ def test_plan_without_a_method_recommends_one_and_plans_it():
     advice = planned["recommendation"]
     assert advice["method"] == planned["method"] == RANKED[0]
     assert advice["why"] == WHY[RANKED[0]] and advice["seconds"] == planned["seconds"]
+
+
+def test_one_column_gets_independent_and_settings_need_a_method():
+    from synth.recommend import ONE_COLUMN
+    from synth.schema import Schema
+
+    one = Schema.from_dict({"columns": [{"name": "a", "kind": "categorical",
+                                         "categories": ["x", "y"], "public": True}]})
+    found = recommend(one, 1.0, 1e-5, 1_000)
+    assert (found.method, found.why) == ("independent", ONE_COLUMN)
+    out = subprocess.run([sys.executable, "-m", "synth", "plan", str(SAMPLE), "--schema",
+                          str(SAMPLE.with_name("census_demo.schema.json")), "--epsilon", "1",
+                          "--set", "bins=8"], capture_output=True, text=True)
+    assert out.returncode != 0 and "name it with --method" in out.stderr
+    assert "Traceback" not in out.stderr

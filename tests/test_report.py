@@ -83,6 +83,7 @@ def test_a_rehearsals_report_says_it_measures_the_stand_in(reports):
 
     page = sweep_report(pd.read_csv(reports / "sweep.csv"), rehearsal=True)
     assert "scored against the stand-in" in page and "against the real one" not in page
+    assert "stand-in test" in page and "real test" not in page
 
 
 def test_report_needs_the_synthetic_table_to_compare(tmp_path, reports):
