@@ -105,3 +105,9 @@ def within(seconds: float, f, *args):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+
+
+def changes(steps: list) -> list:
+    """``steps`` without consecutive repeats: a stage slower than the heartbeat repeats its
+    last step (synth.methods.base.HEARTBEAT), which a loaded machine must not turn red."""
+    return [t for i, t in enumerate(steps) if i == 0 or t != steps[i - 1]]

@@ -27,6 +27,8 @@ from synth.runs import Run
 from synth.schema import Column, Schema
 from tests.test_gsd import zcdp_events_epsilon
 
+from .conftest import changes
+
 MEASURE = {"engine": "measure", "gan__epochs": 0.5, "gan__batch_size": 256, "pool_multiplier": 2}
 
 
@@ -72,7 +74,7 @@ def test_the_ledger_holds_exactly_the_planned_events(sample):
     assert all(schema.target in label for label in model.selector_.measured_[d:up])
     assert len(set(model.selector_.measured_)) == up + 4  # no marginal measured twice
     rounds = [e for e in events if isinstance(e, Progress) and e.stage == "select"]
-    assert [e.step for e in rounds] == [0, 1, 2, 3, 4]
+    assert changes([e.step for e in rounds]) == [0, 1, 2, 3, 4]
     assert {"max_error", "distance"} <= set(rounds[-1].metrics)
     out = model.sample()
     assert list(out.columns) == schema.names and len(out) == n

@@ -21,6 +21,8 @@ from synth.privacy.domains import domain_counts
 from synth.schema import infer_schema, prepare
 from synth.source import READ, Chunks, TableFile, read_whole
 
+from .conftest import changes
+
 BUDGET = Budget(1.0, 1e-5)
 
 
@@ -167,7 +169,7 @@ def test_a_fit_from_a_file_reads_it_in_chunks_with_progress(sample_file, method)
                                      FitContext(on_event=events.append, min_interval=0))
     stage = "answers" if method == "gsd" else "count"
     read = [e.step for e in events if isinstance(e, Progress) and e.stage == stage]
-    assert read == [*range(700, 5000, 700), 5000]  # rows read, chunk by chunk
+    assert changes(read) == [*range(700, 5000, 700), 5000]  # rows read, chunk by chunk
     assert READ not in {e.stage for e in events if isinstance(e, StageStarted)}  # not loaded
     assert model.n_rows_ == 5000 and len(model.sample()) == 5000
     assert model.ledger_.total_epsilon <= 1.0 + 1e-9
@@ -273,7 +275,7 @@ def test_dpgan_from_a_file_in_windows_is_the_fit_in_memory(sample_file, monkeypa
         windows = make("dpgan", params).fit(file, schema, BUDGET, FitContext(
             postprocessing_seed=0, on_event=events.append, min_interval=0))
     read = [e.step for e in events if isinstance(e, Progress) and e.stage == READ]
-    assert read == [*range(700, 5000, 700), 5000]  # checked chunk by chunk, once
+    assert changes(read) == [*range(700, 5000, 700), 5000]  # checked chunk by chunk, once
     assert windows.ledger_.to_dict()["entries"] == memory.ledger_.to_dict()["entries"]
     pd.testing.assert_frame_equal(windows.sample(500, seed=1), memory.sample(500, seed=1))
 
