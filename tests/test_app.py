@@ -621,6 +621,27 @@ def test_runs_outlive_a_reload_and_a_server_restart(app):
         assert len(again.get("plotly_chart")) >= 3  # utility, a marginal, the heat maps
 
 
+def test_a_run_listed_before_it_is_kept_gets_its_measurements(app):
+    """A page that reruns between the store's "finished" and the run keeping its record
+    lists the run read back (unmeasured); once the run keeps it, the page lists the run's
+    own record with its measurements (a loaded machine widened that moment enough to lose
+    them)."""
+    from ui.state import _kept
+
+    app.switch_page(SYNTH).run()
+    run(app)
+    made = finished(app)[0]
+    assert made.record.fidelity is not None and "error" not in made.record.scores
+    kept = _kept()
+    kept.pop(made.id)  # the moment: finished in the store, not yet kept by the run
+    again = AppTest.from_file(APP, default_timeout=SCRIPT_TIMEOUT).run()
+    again.switch_page(SYNTH).run()
+    assert finished(again)[0].record.fidelity is None  # read back from the store
+    kept[made.id] = made.record  # the run keeps its record
+    again.run()
+    assert finished(again)[0].record is made.record
+
+
 def test_a_reloaded_page_finds_its_live_run_and_cancels_it(app):
     """A run keeps going when its page is reloaded; the reloaded page shows it live, with
     Cancel, and refuses a second run of the table meanwhile."""

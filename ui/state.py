@@ -370,9 +370,12 @@ def runs(ds: Dataset | None = None) -> list[Run]:
         if entry.status != FINISHED or entry.deleted:
             continue
         where = (entry.id, ds.read_as, ds.unit.column)  # the rows it is compared with
-        if where not in seen:
+        record = kept.get(entry.id)
+        # a run's own record, with its measurements, replaces the one read back from the
+        # store in the moment between the store's "finished" and the run's keeping it
+        if where not in seen or (record is not None and seen[where].record is not record):
             try:
-                record = kept.get(entry.id) or RunRecord.read(entry)
+                record = record or RunRecord.read(entry)
             except Exception:
                 log.warning("run %s left out", entry.id, exc_info=True)
                 continue
