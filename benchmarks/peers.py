@@ -4,11 +4,14 @@ MST and AIM (on our marginal primitive, with private-pgm's estimation) beside Pr
 DP-Select's measure engine: per run the wall time of the fit, peak RSS of its process, 1-way
 and 2-way TVD against the train split, and the decision tree's and logistic regression's
 accuracy on the test sixth; medians with min–max per (method, ε). Each run is its own
-process, so peak memory is the run's own. Results merge into benchmarks/results/peers.json
-(a rerun of some cells keeps the others).
+process, so peak memory is the run's own. ``--table`` runs the same on another table of
+benchmarks/tables.py (the rows a run in the app synthesizes, bounds learned where the table
+declares none; utility where it has a target), kept under ``tables``. Results merge into
+benchmarks/results/peers.json (a rerun of some cells keeps the others).
 
     python benchmarks/peers.py --methods mst aim --epsilons 1 2 --seeds 1
     python benchmarks/peers.py                  # the issue's grid: 4 methods × 5 ε × 3 seeds
+    python benchmarks/peers.py --table churn --methods mst aim --epsilons 1
     python benchmarks/peers.py --opendp         # OpenDP's own AIM and MST, ε ∈ {1, 2}, seed 0
     python benchmarks/peers.py --opendp mst     # only its MST (other results are kept)
     python benchmarks/peers.py --dask           # 10M rows counted by Dask and DuckDB
@@ -41,6 +44,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from benchmarks.tables import TABLES  # noqa: E402
+
 OUT = REPO / "benchmarks/results/peers.json"
 DELTA = 1e-5
 METHODS = ("mst", "aim", "gsd", "dpselect")
@@ -56,30 +62,28 @@ ANCHORS = {"mst_tvd2": {"1": 0.054, "2": 0.050}, "aim_tvd2": {"1": 0.051, "2": 0
            "dpselect_measure_tvd2": {"1": "0.047-0.050", "2": 0.037}}
 
 
-def one(method: str, epsilon: float, seed: int) -> dict:
-    """One run in this process: fit on the train split, score against train and test."""
-    from synth.data import read_table
+def one(method: str, epsilon: float, seed: int, table: str = "adult") -> dict:
+    """One run in this process: fit on the table's synthesized rows (Adult: the train
+    split), score against them and, where the table has a target, against its test rows."""
+    from benchmarks.tables import train_test
     from synth.evaluation import marginal_tvd, utility
     from synth.methods import FitContext, make
     from synth.privacy.budget import Budget
-    from synth.protocol import adult_schema, protocol_split
-    from synth.schema import prepare
 
-    table = read_table(REPO.parent / "shared/data/adult.csv")
-    schema = adult_schema(table)
-    train, _, test = (prepare(t, schema) for t in protocol_split(table))
+    train, test, schema = train_test(table)
     started = time.perf_counter()
     model = make(method).fit(train, schema, Budget(epsilon, DELTA),
                              FitContext(postprocessing_seed=seed))
     seconds = time.perf_counter() - started
     synthetic = model.sample()
-    fidelity = marginal_tvd(train, synthetic, schema)
-    scores = utility(test, synthetic, schema)
+    released = model.schema_.reading(schema)  # with the bounds it learned
+    fidelity = marginal_tvd(train, synthetic, released)
+    scores = utility(test, synthetic, released) if test is not None else {}
     return {"method": method, "epsilon": epsilon, "seed": seed, "seconds": round(seconds, 1),
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
             "tvd1": round(fidelity.tvd1, 4), "tvd2": round(fidelity.tvd2, 4),
-            "tree": round(scores["accuracy"], 4),
-            "logistic": round(scores["logistic_accuracy"], 4),
+            **{name: round(scores[key], 4) for name, key in (
+                ("tree", "accuracy"), ("logistic", "logistic_accuracy")) if key in scores},
             "epsilon_spent": round(model.ledger_.total_epsilon, 6),
             "rounds": getattr(model, "rounds_", None)}
 
@@ -91,7 +95,8 @@ def summarise(runs: list[dict]) -> dict:
         cells[f"{key[0]} at ε={key[1]:g}"] = {
             m: {"median": statistics.median(r[m] for r in mine),
                 "min": min(r[m] for r in mine), "max": max(r[m] for r in mine)}
-            for m in ("tvd2", "tvd1", "tree", "logistic", "seconds", "peak_rss_mb")}
+            for m in ("tvd2", "tvd1", "tree", "logistic", "seconds", "peak_rss_mb")
+            if all(m in r for r in mine)}
         cells[f"{key[0]} at ε={key[1]:g}"]["seeds"] = len(mine)
     return cells
 
@@ -255,11 +260,13 @@ def main() -> None:
     parser.add_argument("--opendp", nargs="*", choices=OPENDP, metavar="ALGORITHM",
                         help="OpenDP's AIM and MST only (or those named)")
     parser.add_argument("--dask", action="store_true", help="the 10M-row count only")
-    parser.add_argument("--one", nargs=3, metavar=("METHOD", "EPSILON", "SEED"),
+    parser.add_argument("--table", default="adult", choices=TABLES,
+                        help="a table of benchmarks/tables.py (Adult by the protocol)")
+    parser.add_argument("--one", nargs=4, metavar=("METHOD", "EPSILON", "SEED", "TABLE"),
                         help=argparse.SUPPRESS)  # a child process's single run
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(args.one[0], float(args.one[1]), int(args.one[2]))))
+        print(json.dumps(one(args.one[0], float(args.one[1]), int(args.one[2]), args.one[3])))
         return
     if args.opendp is not None:
         kept = json.loads(OUT.read_text()).get("opendp", []) if OUT.exists() else []
@@ -271,13 +278,16 @@ def main() -> None:
     if args.dask:
         save({"dask": dask_counts()})
         return
-    done = json.loads(OUT.read_text())["runs"] if OUT.exists() else []
+    results = json.loads(OUT.read_text()) if OUT.exists() else {}
+    others = results.get("tables", {})
+    done = (results.get("runs", []) if args.table == "adult"
+            else others.get(args.table, {}).get("runs", []))
     for method in args.methods:
         for epsilon in args.epsilons:
             for seed in range(args.seeds):
                 child = subprocess.run([sys.executable, __file__, "--one", method,
-                                        str(epsilon), str(seed)], capture_output=True,
-                                       text=True, check=False)
+                                        str(epsilon), str(seed), args.table],
+                                       capture_output=True, text=True, check=False)
                 if child.returncode:
                     run = {"method": method, "epsilon": epsilon, "seed": seed,
                            "failed": child.stderr.strip().splitlines()[-1:]}
@@ -286,8 +296,15 @@ def main() -> None:
                 done = [r for r in done if (r["method"], r["epsilon"], r["seed"]) != (
                     method, epsilon, seed)] + [run]
                 print(json.dumps(run), flush=True)
+                if args.table != "adult":
+                    others[args.table] = {"runs": done, "summary": summarise(
+                        [r for r in done if "failed" not in r])}
+                    save({"tables": others})
+                    continue
                 save({"protocol": "Adult by DESIGN.md: train split (21,707 rows), δ = 1e-5, "
-                                  "method defaults, one process per run",
+                                  "method defaults, one process per run; other tables "
+                                  "(\"tables\", benchmarks/tables.py): the rows a run in the "
+                                  "app synthesizes",
                       "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}, "
                                  "2 cores (this project's CI class)",
                       "targets": TARGETS, "anchors": ANCHORS, "runs": done})

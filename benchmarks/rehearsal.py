@@ -23,41 +23,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 OUT = REPO / "benchmarks/results/rehearsal.json"
-TABLES = ("census", "adult", "bank", "churn")
-# generated tables: (script, rows, schema). Bank's bounds are learned (no codebook); a stand-in
-# at ε = 0.1 or 0.2 cannot learn the churn table's three bounds from 7,000 rows (its plan
-# refuses it, naming ε = 0.31), so the churn table is rehearsed with its codebook's bounds
-GENERATED = {"bank": ("make_bank_data", 45_000, "categories_public"),
-             "churn": ("make_churn_data", 7_000, "public_schema")}
-
-
-def table(name: str):
-    """(rows, public schema) of a benchmark table."""
-    from synth.data import load_sample, read_table
-    from synth.protocol import adult_schema
-
-    if name == "census":
-        return load_sample("census")
-    if name == "adult":
-        rows = read_table(REPO.parent / "shared/data/adult.csv")
-        return rows, adult_schema(rows)
-    if name in GENERATED:
-        import importlib.util
-
-        from synth.schema import Schema
-
-        script, rows, declared = GENERATED[name]
-        spec = importlib.util.spec_from_file_location(name, REPO / f"scripts/{script}.py")
-        made = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(made)
-        return made.generate(rows, 0), Schema.from_dict(getattr(made, declared)())
-    raise SystemExit(f"unknown table {name!r}; choose from {TABLES}")
+TABLES = ("census", "adult", "bank", "churn")  # of benchmarks/tables.py
 
 
 def one(name: str, epsilon: float, share: float, seed: int, methods: list[str],
         stand_in: str) -> dict:
     from scipy.stats import spearmanr
 
+    from benchmarks.tables import table
     from synth.privacy.budget import default_delta
     from synth.runs import split
     from synth.sweep import DEMO, grid, rehearse, summary, sweep, trial

@@ -1,7 +1,7 @@
 """Generate tables with the shapes real tables have and codebooks rarely describe (issue 48).
 
-Four made-up tables of 15 columns each (no real person or flight is in them), each built
-around one shape that learning numeric bounds privately must keep:
+Five made-up tables (no real person or flight is in them), each built around one shape
+that learning numeric bounds privately must keep:
 
 * ``flights`` (20,000 rows): ``dep_delay``, 57 % in [−20, 0], 40 % late by 1–1,000 minutes
   with a power tail, 3 % blank (cancelled); ``arr_delay`` follows it; calendar parts whose
@@ -12,6 +12,10 @@ around one shape that learning numeric bounds privately must keep:
   log-normal amount into six figures for the rest; premiums, ages, vehicles.
 * ``customers`` (2,000 rows): ``monthly_income`` with 4 % blanks, log-normal; ages, tenure,
   spend, visits.
+* ``timetable`` (20,000 rows, 19 columns): ``dep_time``, a clock time written as HHMM (517
+  is 05:17), scheduled and actual departures and arrivals past midnight; delays as in
+  ``flights``, longer late in the day and in peak months; a hundred airports each way
+  (the distance is the route's) and a hundred aircraft (tail numbers), each of one carrier.
 
 :func:`generate` returns the table; :func:`schema_for` the schema a steward without a
 codebook declares (``schema confirm --public categories,known``): categories and the domains
@@ -28,10 +32,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROWS = {"flights": 20_000, "bank": 20_000, "claims": 20_000, "customers": 2_000}
+ROWS = {"flights": 20_000, "bank": 20_000, "claims": 20_000, "customers": 2_000,
+        "timetable": 20_000}
 # the column each table is built around
 SHAPED = {"flights": "dep_delay", "bank": "pdays", "claims": "claim_amount",
-          "customers": "monthly_income"}
+          "customers": "monthly_income", "timetable": "dep_time"}
 
 
 def _pick(rng: np.random.Generator, names: list[str], n: int, skew: float = 1.0) -> np.ndarray:
@@ -125,7 +130,57 @@ def customers(n: int, rng: np.random.Generator) -> pd.DataFrame:
     })
 
 
-MAKERS = {"flights": flights, "bank": bank, "claims": claims, "customers": customers}
+def _hhmm(minutes: np.ndarray) -> np.ndarray:
+    """Minutes after a midnight (any number of days on) as the clock reads them, HHMM
+    (whole numbers; a blank where ``minutes`` is)."""
+    day = np.mod(minutes, 24 * 60)
+    return pd.array((day // 60) * 100 + day % 60, dtype="Int64")
+
+
+def timetable(n: int, rng: np.random.Generator) -> pd.DataFrame:
+    """Flights between a hundred airports on a plane (the distance is the route's, the
+    airports busier by rank), flown by a hundred aircraft each of one of twelve carriers;
+    later and winter departures run later; an arrival is its departure plus the block time,
+    past midnight on some rows."""
+    places = rng.uniform(0, 2_400, (100, 2))  # miles
+    airports = np.array([f"A{i:02d}" for i in range(100)])
+    busy = 1.0 / np.arange(1, 101) ** 0.8
+    origin = rng.choice(100, n, p=busy / busy.sum())
+    dest = (origin + 1 + rng.choice(99, n, p=busy[1:] / busy[1:].sum())) % 100
+    distance = np.round(np.hypot(*(places[origin] - places[dest]).T)).clip(60, None)
+    fleet = np.arange(100) % 12  # aircraft i belongs to carrier i mod 12
+    tail = rng.choice(100, n, p=busy / busy.sum())
+    carriers = np.array(["AA", "DL", "UA", "WN", "B6", "AS", "NK", "F9", "HA", "G4", "SY",
+                         "MQ"])
+    scheduled = rng.integers(5 * 60, 24 * 60, n) // 5 * 5  # departures on the five minutes
+    month = rng.integers(1, 13, n)
+    late_day = 1 + (scheduled - 5 * 60) / (19 * 60) + 0.5 * np.isin(month, [12, 1, 2, 7])
+    dep = _delay(rng, n)
+    dep = np.where(dep > 0, np.minimum(np.ceil(dep * late_day), 1_000), dep)
+    arr = np.where(np.isnan(dep), np.nan, np.round(dep + rng.normal(-4, 12, n)))
+    air = np.round(distance / 8 + rng.normal(20, 8, n)).clip(15, None)
+    taxi_out, taxi_in = np.round(rng.gamma(2.0, 8.0, n)) + 1, np.round(rng.gamma(2.0, 4.0, n)) + 1
+    block = (air + taxi_out + taxi_in + 15) // 5 * 5
+    flown = ~np.isnan(dep)
+    return pd.DataFrame({
+        "month": month, "day_of_month": rng.integers(1, 32, n),
+        "day_of_week": rng.integers(1, 8, n), "carrier": carriers[fleet[tail]],
+        "tail_number": np.array([f"N{i:03d}XY" for i in range(100)])[tail],
+        "origin": airports[origin], "dest": airports[dest],
+        "crs_dep_time": _hhmm(scheduled),
+        "dep_time": _hhmm(np.where(flown, scheduled + dep, np.nan)),
+        "dep_delay": dep, "taxi_out": np.where(flown, taxi_out, np.nan),
+        "crs_arr_time": _hhmm(scheduled + block),
+        "arr_time": _hhmm(np.where(flown, scheduled + block + arr, np.nan)),
+        "arr_delay": arr, "taxi_in": np.where(flown, taxi_in, np.nan),
+        "air_time": np.where(flown, air, np.nan), "distance": distance,
+        "cancelled": np.where(flown, "no", "yes"),
+        "diverted": np.where(flown & (rng.random(n) < 0.003), "yes", "no"),
+    })
+
+
+MAKERS = {"flights": flights, "bank": bank, "claims": claims, "customers": customers,
+          "timetable": timetable}
 
 
 def generate(name: str, seed: int = 0, rows: int | None = None) -> pd.DataFrame:

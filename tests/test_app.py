@@ -621,25 +621,40 @@ def test_runs_outlive_a_reload_and_a_server_restart(app):
         assert len(again.get("plotly_chart")) >= 3  # utility, a marginal, the heat maps
 
 
-def test_a_run_listed_before_it_is_kept_gets_its_measurements(app):
-    """A page that reruns between the store's "finished" and the run keeping its record
-    lists the run read back (unmeasured); once the run keeps it, the page lists the run's
-    own record with its measurements (a loaded machine widened that moment enough to lose
-    them)."""
+def test_a_run_listed_before_it_is_kept_gets_its_measurements(app, monkeypatch):
+    """Between the store's "finished" and the run keeping its record, a rerun of the page
+    lists the run read back from the store (unmeasured). Once the run keeps its own record,
+    the page lists that one, with its measurements, even when the run kept it while the page
+    was reading the store (a loaded machine widened that moment enough to lose them)."""
+    from synth.runs import RunRecord
     from ui.state import _kept
 
     app.switch_page(SYNTH).run()
     run(app)
     made = finished(app)[0]
-    assert made.record.fidelity is not None and "error" not in made.record.scores
     kept = _kept()
+    measured = kept[made.id]  # what the run kept
+    assert measured.fidelity is not None and "error" not in measured.scores
+    assert made.record is measured
     kept.pop(made.id)  # the moment: finished in the store, not yet kept by the run
     again = AppTest.from_file(APP, default_timeout=SCRIPT_TIMEOUT).run()
     again.switch_page(SYNTH).run()
     assert finished(again)[0].record.fidelity is None  # read back from the store
-    kept[made.id] = made.record  # the run keeps its record
+    kept[made.id] = measured  # the run keeps its record
     again.run()
-    assert finished(again)[0].record is made.record
+    assert finished(again)[0].record is measured
+    read = RunRecord.read
+
+    def read_while_the_run_keeps(entry):
+        found = read(entry)
+        kept[entry.id] = measured  # the run's thread, while the page reads the store
+        return found
+
+    kept.pop(made.id)
+    monkeypatch.setattr(RunRecord, "read", read_while_the_run_keeps)
+    other = AppTest.from_file(APP, default_timeout=SCRIPT_TIMEOUT).run()
+    other.switch_page(SYNTH).run()
+    assert finished(other)[0].record is measured
 
 
 def test_a_reloaded_page_finds_its_live_run_and_cancels_it(app):

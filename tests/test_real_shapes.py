@@ -198,3 +198,39 @@ def test_made_up_dates_are_read_in_the_releases_format():
     schema = Schema((Column("day", "datetime", lower=19_700.0, upper=19_800.0,
                             granularity="day", input_format="%d/%m/%Y", missing="indicator"),))
     assert beyond(real, synthetic, schema)["day"] == pytest.approx(2 / 4)
+
+
+def test_the_timetable_holds_clock_times_a_hundred_places_and_a_release_keeps_them_valid(
+        tmp_path):
+    """Issue 51's speed table: 20,000 × 19 with HHMM clock times (past midnight too), delays
+    with blanks and three columns of about a hundred categories. Its four clock columns are
+    read as times of day from the CSV a steward brings, declared public by the shortcut (a
+    day is 00:00–23:59), and a release writes only valid times (no minute 62, no hour 24)."""
+    from synth.data import read_table
+    from synth.methods import FitContext, make
+    from synth.privacy.budget import Budget
+    from synth.schema import CATEGORICAL, DATETIME
+
+    shaped = _shaped()
+    made = shaped.generate("timetable")
+    assert made.shape == (20_000, 19)
+    clocks = ["crs_dep_time", "dep_time", "crs_arr_time", "arr_time"]
+    written = made[clocks].melt()["value"].dropna().astype(int)
+    assert written.between(0, 2359).all() and (written % 100 < 60).all()
+    assert (made["crs_arr_time"] < made["crs_dep_time"]).any()  # an arrival after midnight
+    assert made["dep_delay"].isna().mean() == pytest.approx(0.03, abs=0.01)
+    wide = [c for c in made if not pd.api.types.is_numeric_dtype(made[c])
+            and made[c].nunique() >= 90]
+    assert sorted(wide) == ["dest", "origin", "tail_number"]
+    made.to_csv(tmp_path / "timetable.csv", index=False)
+    table = read_table(tmp_path / "timetable.csv")
+    schema = shaped.schema_for(table)
+    assert all(schema[c].kind == DATETIME and schema[c].public for c in clocks)
+    assert all(schema[c].kind == CATEGORICAL and schema[c].public for c in wide)
+    assert not schema["dep_delay"].public  # learned
+    model = make("independent").fit(table, schema, Budget(1.0, 1e-6), FitContext())
+    released = model.sample(2_000)[clocks].melt()["value"].dropna()
+    hours, minutes = released.str[:2].astype(int), released.str[2:].astype(int)
+    assert released.str.fullmatch(r"\d{4}").all()
+    assert hours.between(0, 23).all() and minutes.between(0, 59).all()
+

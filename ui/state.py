@@ -374,12 +374,13 @@ def runs(ds: Dataset | None = None) -> list[Run]:
         # a run's own record, with its measurements, replaces the one read back from the
         # store in the moment between the store's "finished" and the run's keeping it
         if where not in seen or (record is not None and seen[where].record is not record):
-            try:
-                record = record or RunRecord.read(entry)
-            except Exception:
-                log.warning("run %s left out", entry.id, exc_info=True)
-                continue
-            kept[entry.id] = record
+            if record is None:
+                try:
+                    read = RunRecord.read(entry)
+                except Exception:
+                    log.warning("run %s left out", entry.id, exc_info=True)
+                    continue
+                record = kept.setdefault(entry.id, read)  # the run's own, if kept meanwhile
             real = split(ds, record.schema, entry.summary.get("held_out", False))[0]
             seen[where] = Run(run_name(entry, number), record, real,
                               record.schema.reading(ds.schema), entry.id, number,
