@@ -27,6 +27,8 @@ SMALL_GAN = {"epochs": 1, "batch_size": 256, "components": 16, "critic_hidden": 
 GAN = {f"gan__{k}": v for k, v in SMALL_GAN.items()}  # DP-Select's pool: the same GAN
 CASES = {
     "independent": ("independent", {}),
+    "mst": ("mst", {}),
+    "aim": ("aim", {"rounds": 2}),
     "dpgan": ("dpgan", SMALL_GAN),
     "dpselect_rows": ("dpselect", {**GAN, "pool_multiplier": 4, "engine": "rows"}),
     "dpselect_ga": ("dpselect", {**GAN, "pool_multiplier": 4, "engine": "ga",

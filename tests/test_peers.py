@@ -10,6 +10,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from synth.errors import BudgetError
 from synth.marginals import marginal
@@ -207,3 +209,29 @@ def test_the_marginals_drawn_from_are_the_fitted_potentials():
         field = model.field().project(tuple(model.names[j] for j in columns))
         assert np.allclose(model.marginal(columns), np.asarray(field.datavector(flatten=True)),
                            rtol=1e-6, atol=1e-6), columns
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_the_junction_tree_size_is_mbis(data):
+    """AIM's model limit is read off the junction tree mbi would build: worked out on bit
+    sets, it is the same number as mbi's own tree (its tree-of-pairs case, its greedy order
+    and its ties) on any cliques over any sizes."""
+    from synth.methods import pgm
+
+    d = data.draw(st.integers(1, 10))
+    # few distinct sizes, so the greedy order meets ties
+    sizes = data.draw(st.lists(st.sampled_from([1, 2, 3, 5, 10, 30]), min_size=d, max_size=d))
+    if d > 1 and data.draw(st.booleans()):  # a tree of pairs (MST's, AIM's early rounds)
+        order = data.draw(st.permutations(range(d)))
+        cliques = [(order[i], order[data.draw(st.integers(0, i - 1))]) for i in range(1, d)]
+        cliques += [(j,) for j in range(d)]
+    else:
+        clique = st.lists(st.integers(0, d - 1), min_size=1, max_size=min(d, 3), unique=True)
+        cliques = [tuple(c) for c in data.draw(st.lists(clique, max_size=12))]
+    mbi = pgm._mbi()
+    names = [f"c{j}" for j in range(d)]
+    domain = mbi.Domain(names, sizes)
+    tree, _ = mbi.junction_tree.make_junction_tree(
+        domain, [tuple(names[j] for j in c) for c in cliques])
+    assert pgm.junction_size(sizes, cliques) == sum(domain.size(n) for n in tree.nodes)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -190,10 +190,7 @@ class Model:
 
     def size(self, cliques: Sequence[tuple[int, ...]]) -> int:
         """Cells of the junction tree a model over ``cliques`` would hold (AIM's limit)."""
-        mbi = _mbi()
-        tree, _ = mbi.junction_tree.make_junction_tree(
-            self.domain, [tuple(self.names[j] for j in c) for c in cliques])
-        return int(sum(self.domain.size(node) for node in tree.nodes))
+        return junction_size(self.sizes, cliques)
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """(n, d) codes drawn from the fitted model, seeded from ``rng``."""
@@ -206,3 +203,66 @@ class Model:
                 np.random.set_state(state)
         return np.column_stack([np.asarray(data[name], dtype=np.int64)
                                 for name in self.names])
+
+
+def junction_size(sizes: Sequence[int], cliques: Iterable[Sequence[int]]) -> int:
+    """Cells of the junction tree mbi builds for a model over ``cliques`` of columns of
+    ``sizes`` codes: the same tree as its ``make_junction_tree`` (a tree of pairs kept as it
+    is, otherwise its greedy elimination order: the column whose neighbourhood spans the
+    fewest cells first, the lowest index on a tie), summed over the maximal cliques of the
+    triangulated graph. Worked out on bit sets: AIM asks it of every candidate in every
+    round, and mbi's networkx version took a fifth of AIM's time."""
+    d = len(sizes)
+    adjacent, covered = [0] * d, 0
+    for clique in cliques:
+        members = 0
+        for j in clique:
+            members |= 1 << j
+        covered |= members
+        for j in clique:
+            adjacent[j] |= members & ~(1 << j)
+
+    def cells(members: int) -> int:
+        out = 1
+        while members:
+            low = members & -members
+            out *= sizes[low.bit_length() - 1]
+            members ^= low
+        return out
+
+    edges = sum(a.bit_count() for a in adjacent) // 2
+    if 0 < edges == d - 1 and _connected(adjacent):  # a tree: its pairs are its cliques
+        return sum(sizes[i] * sizes[j] for i in range(d) for j in range(i + 1, d)
+                   if adjacent[i] >> j & 1)
+    left, eliminated = list(range(d)), []
+    for _ in range(d):
+        # a column in no clique costs 1 to mbi (its neighbourhood is empty)
+        cost = {a: cells(adjacent[a] | 1 << a) if covered >> a & 1 else 1 for a in left}
+        a = min(left, key=cost.__getitem__)
+        left.remove(a)
+        others = adjacent[a]
+        eliminated.append(others | 1 << a)
+        rest = others
+        while rest:
+            low = rest & -rest
+            b = low.bit_length() - 1
+            adjacent[b] = (adjacent[b] | others) & ~(1 << b) & ~(1 << a)
+            rest ^= low
+    # on a perfect elimination order every maximal clique is some column's elimination clique
+    maximal = [c for c in set(eliminated)
+               if not any(c != other and c & other == c for other in eliminated)]
+    return sum(cells(c) for c in maximal)
+
+
+def _connected(adjacent: Sequence[int]) -> bool:
+    seen, frontier = 1, 1
+    while frontier:
+        reach = 0
+        rest = frontier
+        while rest:
+            low = rest & -rest
+            reach |= adjacent[low.bit_length() - 1]
+            rest ^= low
+        frontier = reach & ~seen
+        seen |= reach
+    return seen == (1 << len(adjacent)) - 1
