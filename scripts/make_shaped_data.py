@@ -140,7 +140,7 @@ def _hhmm(minutes: np.ndarray) -> np.ndarray:
 def timetable(n: int, rng: np.random.Generator) -> pd.DataFrame:
     """Flights between a hundred airports on a plane (the distance is the route's, the
     airports busier by rank), flown by a hundred aircraft each of one of twelve carriers;
-    later and winter departures run later; an arrival is its departure plus the block time,
+    later and peak-month departures run later; an arrival is its departure plus the block time,
     past midnight on some rows."""
     places = rng.uniform(0, 2_400, (100, 2))  # miles
     airports = np.array([f"A{i:02d}" for i in range(100)])

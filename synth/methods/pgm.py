@@ -206,12 +206,12 @@ class Model:
 
 
 def junction_size(sizes: Sequence[int], cliques: Iterable[Sequence[int]]) -> int:
-    """Cells of the junction tree mbi builds for a model over ``cliques`` of columns of
-    ``sizes`` codes: the same tree as its ``make_junction_tree`` (a tree of pairs kept as it
-    is, otherwise its greedy elimination order: the column whose neighbourhood spans the
-    fewest cells first, the lowest index on a tie), summed over the maximal cliques of the
-    triangulated graph. Worked out on bit sets: AIM asks it of every candidate in every
-    round, and mbi's networkx version took a fifth of AIM's time."""
+    """Cells of the junction tree mbi builds for a model over ``cliques`` (each of distinct
+    columns) of columns of ``sizes`` codes: the same tree as its ``make_junction_tree`` (a
+    tree of pairs kept as it is, otherwise its greedy elimination order: the column whose
+    neighbourhood spans the fewest cells first, the lowest index on a tie), summed over the
+    maximal cliques of the triangulated graph. Worked out on bit sets: AIM asks it of every
+    candidate in every round, and mbi's networkx version took a fifth of AIM's time."""
     d = len(sizes)
     adjacent, covered = [0] * d, 0
     for clique in cliques:
