@@ -45,7 +45,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from benchmarks.tables import TABLES  # noqa: E402
+from benchmarks.tables import TABLES, train_test  # noqa: E402
 
 OUT = REPO / "benchmarks/results/peers.json"
 DELTA = 1e-5
@@ -65,7 +65,6 @@ ANCHORS = {"mst_tvd2": {"1": 0.054, "2": 0.050}, "aim_tvd2": {"1": 0.051, "2": 0
 def one(method: str, epsilon: float, seed: int, table: str = "adult") -> dict:
     """One run in this process: fit on the table's synthesized rows (Adult: the train
     split), score against them and, where the table has a target, against its test rows."""
-    from benchmarks.tables import train_test
     from synth.evaluation import marginal_tvd, utility
     from synth.methods import FitContext, make
     from synth.privacy.budget import Budget
@@ -101,16 +100,6 @@ def summarise(runs: list[dict]) -> dict:
     return cells
 
 
-def split():
-    """(train, test, schema) of Adult by the protocol."""
-    from synth.data import read_table
-    from synth.protocol import adult_schema, protocol_split
-
-    table = read_table(REPO.parent / "shared/data/adult.csv")
-    train, _, test = protocol_split(table)
-    return train, test, adult_schema(table)
-
-
 def opendp_env() -> Path:
     """The outside comparator's Python: OpenDP with its own mbi and polars, made once."""
     env = Path(os.environ.get("OPENDP_ENV", Path.home() / ".cache/synth-benchmarks/opendp"))
@@ -138,7 +127,7 @@ def opendp_runs(algorithms: Sequence[str] = OPENDP) -> list[dict]:
     from synth.evaluation import marginal_tvd, utility
     from synth.schema import CATEGORICAL, prepare
 
-    train, test, schema = split()
+    train, test, schema = train_test("adult")
     python = opendp_env()
     version = subprocess.run([str(python), "-c", "from importlib.metadata import version as v; "
                               "print('opendp', v('opendp'), 'mbi', v('mbi'))"],
@@ -205,7 +194,7 @@ def dask_counts() -> dict:
     from synth.methods import FitContext
     from synth.source import Chunks, TableFile
 
-    train, _, schema = split()
+    train, _, schema = train_test("adult")
     model = missing.model_schema(schema)
     disc = Discretizer(model, bins=32, exact_integers=128)
     marginals = [*((j,) for j in range(len(model))),

@@ -19,8 +19,12 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
+
+if TYPE_CHECKING:
+    from synth.schema import Schema
 
 REPO = Path(__file__).resolve().parent.parent
 TABLES = ("adult", "census", "bank", "churn", "churn-learned", "timetable")
@@ -60,7 +64,7 @@ def table(name: str):
     raise SystemExit(f"unknown table {name!r}; choose from {TABLES}")
 
 
-def train_test(name: str) -> tuple[pd.DataFrame, pd.DataFrame | None, object]:
+def train_test(name: str) -> tuple[pd.DataFrame, pd.DataFrame | None, Schema]:
     """(rows to synthesize, held-out test rows or None, schema), as a run in the app splits
     them (Adult: the protocol's train split alone, DESIGN.md's measuring protocol). The rows
     are as read: a fit prepares them, once (a clock time prepared is no longer HHMM)."""

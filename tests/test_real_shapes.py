@@ -233,4 +233,3 @@ def test_the_timetable_holds_clock_times_a_hundred_places_and_a_release_keeps_th
     hours, minutes = released.str[:2].astype(int), released.str[2:].astype(int)
     assert released.str.fullmatch(r"\d{4}").all()
     assert hours.between(0, 23).all() and minutes.between(0, 59).all()
-
