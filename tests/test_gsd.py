@@ -11,7 +11,7 @@ import pytest
 from synth.encoding import BOUND_ATOM, Space
 from synth.errors import BudgetError, Cancelled, ParameterError
 from synth.methods import FitContext, Progress, make
-from synth.methods.gsd.method import QUERIES, ROWS
+from synth.methods.gsd.method import GSD, QUERIES, ROWS
 from synth.methods.gsd.projection import loss_of, project
 from synth.methods.gsd.queries import QUERY_CLASSES, Prefixes, build, narrowest, plan_size, track
 from synth.privacy.budget import Budget
@@ -438,15 +438,28 @@ def test_the_search_is_no_larger_than_the_table_by_default(small, n):
     ).table_.shape[0] == 30  # as given
 
 
-def test_default_rounds_pick_each_workload_at_most_once_on_a_narrow_table(small):
-    """20 rounds by default at ε = 1, but the 5-column table offers 10 workloads: the default
-    takes 10 rounds (5 with 2 per round) instead of refusing; a given T is still refused."""
+def test_a_narrow_table_is_measured_in_one_shot_by_default(small):
+    """20 rounds by default at ε = 1, but the 5-column table offers 10 workloads: picking
+    half of them or more costs as much ρ as measuring, so the default picks none and measures
+    all 10 once, each with ρ/10, √2 less noise than 10 rounds' ρ/20. A given T still selects
+    (each workload at most once: 11 rounds are refused)."""
     frame, schema = small
-    for per_round, rounds in ((1, 10), (2, 5)):
-        model = make("gsd", {"per_round": per_round, "max_generations": 200})
-        model.fit(frame, schema, Budget(1.0, 1e-6), FitContext(postprocessing_seed=0))
-        picks = [e for e in model.ledger_.entries if isinstance(e.event, Exponential)]
-        assert len(picks) == rounds and len(model.measured_) == 10
+
+    def fit(params: dict) -> GSD:
+        return make("gsd", {"max_generations": 200, **params}).fit(
+            frame, schema, Budget(1.0, 1e-6), FitContext(postprocessing_seed=0))
+
+    def events(model: GSD, kind: type) -> list:
+        return [e.event for e in model.ledger_.entries if isinstance(e.event, kind)]
+
+    default, adaptive = fit({}), fit({"rounds": 10})
+    assert not events(default, Exponential) and len(default.measured_) == 10
+    assert len(events(adaptive, Exponential)) == 10 and len(adaptive.measured_) == 10
+    sigmas = [sorted(e.sigma for e in events(m, Gaussian)) for m in (default, adaptive)]
+    assert sigmas[0] == pytest.approx([s / math.sqrt(2) for s in sigmas[1]], rel=1e-9)
+    assert len(events(fit({"rounds": 5, "per_round": 2}), Exponential)) == 5
+    with pytest.raises(ParameterError, match="exceeds the 10 workloads"):
+        fit({"rounds": 11})
 
 
 def test_default_rounds_keep_the_noise_within_an_answers_range_on_a_tiny_table(small):

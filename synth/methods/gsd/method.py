@@ -67,6 +67,9 @@ ROWS = 2000  # N' by default: enough for Adult's marginals (benchmarks/gsd.py)
 ROUND_SECONDS, WORKLOAD_BASE, ANSWER_SECONDS = 0.000918, 1486, 1.6e-7
 SIGNAL, SIGNAL_POWER, LEAST = 27_134, 0.18, 0.7
 CANDIDATES = 100  # mutations and crossovers a generation makes by default (the calibration's)
+# a one-shot search, from a random table to every answer at once, runs about as long as this
+# many warm-started rounds (benchmarks/dates.py: 11 s against 29 s for 10 rounds)
+ONE_SHOT_ROUNDS = 4
 
 
 def synthetic_rows(rows: int | None, n: int) -> int:
@@ -90,7 +93,8 @@ class GSD(Synthesizer):
         (2-way binary-tree range marginals of every pair with a numeric column), ``prefix``,
         ``halfspace``.
     rounds : T, adaptive rounds (default: by ε, see :func:`default_rounds`, at most the
-        workloads over S).
+        workloads over S; where those would pick half the workloads or more, every workload
+        is measured in one shot instead).
     per_round : S, workloads selected per round.
     one_shot : measure every workload once instead of selecting adaptively.
     rows : N', rows of the synthetic table (default: n up to :data:`ROWS`).
@@ -124,7 +128,8 @@ class GSD(Synthesizer):
                    "columns."),
         Param("rounds", int, low=1, optional=True, symbol="T", advanced=False, label="Rounds",
               help="Adaptive rounds of select, measure, project; empty takes 20 below ε = 2 "
-                   "and 30 above, or as many as the workloads allow on a narrow table."),
+                   "and 30 above, or, where those would pick half the workloads or more, "
+                   "measures every workload once (one shot)."),
         Param("per_round", int, low=1, symbol="S", label="Workloads per round",
               help="Worst-answered workloads selected and measured in each round."),
         Param("one_shot", bool, label="One shot",
@@ -196,7 +201,10 @@ class GSD(Synthesizer):
         """Each round's selection (exact, but for n̂), then its S measurements: each costs
         ρ per call whichever workload is picked, so the widest one's event bounds them; in
         one-shot mode every workload's measurement. Refused when the quietest answer's noise
-        could drown it, whatever n̂. Its settings: the rounds T, S per round and ρ per call.
+        could drown it, whatever n̂. Its settings: whether it measures in one shot, the rounds
+        T, S per round and ρ per call. By default a table whose rounds would pick half its
+        workloads or more (a narrow one) is measured in one shot: picking costs as much ρ as
+        measuring, so each of the W measurements gets ρ/W ≥ ρ/(2TS) and none is left out.
 
         Time: counting every workload's answers over the n rows, then each round's genetic
         search over N' rows, which costs about as much as WORKLOAD_BASE workloads plus one
@@ -206,34 +214,42 @@ class GSD(Synthesizer):
         (benchmarks/progress.py, at ε = 1, 20 rounds) the census sample's 78 workloads took
         20 s, the panel's 21 took 20 s, and the flights' 325 took 30 s over 20,000 rows and
         50 s (and 16 s counting) over 300,000. Adult's 105 took 48 s (benchmarks/peers.py),
-        where this model says 30: its wide categories cost more than their count."""
+        where this model says 30: its wide categories cost more than their count. A one-shot
+        search starts from a random table and runs about as long as ONE_SHOT_ROUNDS rounds."""
         categorical = [c.kind == CATEGORICAL for c in schema]
         classes = parse_classes(self.queries)
         w, widest = plan_size(categorical, classes, self.levels, self.random_queries)
         eps, delta = budget.allowance(QUERIES)
 
-        def rounds_at(people: Population) -> tuple[int, int, float]:
-            return plan_rounds(people, eps, delta, w, widest, self.rounds, default_rounds(eps),
-                               self.per_round, self.one_shot, QUERIES)
+        def rounds_at(people: Population) -> tuple[bool, int, int, float]:
+            rounds, s, rho = plan_rounds(people, eps, delta, w, widest, self.rounds,
+                                         default_rounds(eps), self.per_round, self.one_shot,
+                                         QUERIES)
+            if self.one_shot or self.rounds is not None or 2 * rounds * s < w:
+                return self.one_shot, rounds, s, rho
+            # the default rounds would pick half the workloads or more: choosing them costs
+            # as much as measuring, so measuring every one gives each at least as much ρ
+            return True, *plan_rounds(people, eps, delta, w, widest, None, 1, one_shot=True,
+                                      stage=QUERIES)
 
-        rounds, s, rho = rounds_at(population)
+        one_shot, rounds, s, rho = rounds_at(population)
         n, k = population.rows, population.max_rows
         # judged where n̂ is worst (U rows: sensitivity k/U) with the rounds of the public
         # k·U rows (the most, so the least ρ a call): the same at plan and fit, so a plan
         # that passes is not refused after the rows' estimate is spent
-        _, _, least = rounds_at(population.public())
+        *_, least = rounds_at(population.public())
         quietest = narrowest(categorical, classes, self.levels)
         check_audible(measurement_event(quietest * k / population.units, least).sigma, eps,
                       _remedy(rounds))
         measured = measurement_event(widest * k / n, rho)  # the widest workload's σ
-        what = f"all {w} workloads" if self.one_shot else f"{rounds} rounds × {s} of {w} workloads"
+        what = f"all {w} workloads" if one_shot else f"{rounds} rounds × {s} of {w} workloads"
         measure = Step(
             QUERIES, measured, exact=False, mechanism="Gaussian, zCDP",
             scale=f"ρ per call = {rho:.3g}; {describe(measured)}",
             meaning=f"{what} measured: every answer is a fraction of rows measured within "
                     f"±{measured.sigma:.2g} (1 σ), i.e. ±{figure(measured.sigma * n)} of the "
                     f"{n:,} rows")
-        if self.one_shot:
+        if one_shot:
             steps = [measure] * w
         else:
             picked = selection_event(n, rho, s, k)
@@ -246,8 +262,10 @@ class GSD(Synthesizer):
         rows = synthetic_rows(self.rows, n)
         signal = max(LEAST, (n * eps / SIGNAL) ** SIGNAL_POWER)
         candidates = max(self.mutations + self.crossovers, 1) / CANDIDATES
-        return Recipe(tuple(steps), {"rounds": rounds, "per_round": s, "rho": rho},
-                      seconds=ANSWER_SECONDS * n * w + ROUND_SECONDS * rounds
+        return Recipe(tuple(steps), {"one_shot": one_shot, "rounds": rounds, "per_round": s,
+                                     "rho": rho},
+                      seconds=ANSWER_SECONDS * n * w + ROUND_SECONDS
+                      * (ONE_SHOT_ROUNDS if one_shot else rounds)
                       * (WORKLOAD_BASE + w) * rows / ROWS * signal * candidates)
 
     # ---- the fit -------------------------------------------------------------------------
@@ -263,10 +281,10 @@ class GSD(Synthesizer):
         table = space.random(self.rows_, self.rng_)  # round 1 scores and starts from it
         ctx.stage(PROJECT, run.rounds, f"{run.rounds} round(s) of select, measure and genetic "
                                        f"search over {self.rows_:,} rows")
-        if self.one_shot:
+        if recipe["one_shot"]:
             self._measure(run, np.arange(run.first[-1]), 1)
         for t in range(1, run.rounds + 1):
-            if not self.one_shot:
+            if not recipe["one_shot"]:
                 self._measure(run, self._select(run, table, t), t)
             table = self._project(run, space, table, t, ctx)
         self.table_ = table
