@@ -7,7 +7,8 @@ accuracy on the test sixth; medians with min–max per (method, ε). Each run is
 process, so peak memory is the run's own. ``--table`` runs the same on another table of
 benchmarks/tables.py (the rows a run in the app synthesizes, bounds learned where the table
 declares none; utility where it has a target), kept under ``tables``. Results merge into
-benchmarks/results/peers.json (a rerun of some cells keeps the others).
+benchmarks/results/peers.json run by run (a rerun of some cells keeps the others, and runs of
+several tables at once each keep theirs).
 
     python benchmarks/peers.py --methods mst aim --epsilons 1 2 --seeds 1
     python benchmarks/peers.py                  # the issue's grid: 4 methods × 5 ε × 3 seeds
@@ -29,6 +30,7 @@ the counts must be equal exactly; the times of both go to the results.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import itertools
 import json
 import os
@@ -40,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -229,16 +231,48 @@ def dask_counts() -> dict:
     return result
 
 
-def save(update: dict) -> None:
-    """Merge ``update`` into the results file (written whole, atomically)."""
-    results = json.loads(OUT.read_text()) if OUT.exists() else {}
-    results.update(update)
-    results["summary"] = summarise([r for r in results.get("runs", []) if "failed" not in r])
-    results["opendp_summary"] = summarise([r for r in results.get("opendp", [])
-                                           if "failed" not in r])
-    tmp = OUT.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(results, indent=1) + "\n")
-    tmp.replace(OUT)
+def save(change: Callable[[dict], None]) -> None:
+    """Apply ``change`` to the results file as it is now and write it whole, atomically,
+    under a lock: what another run of this script kept meanwhile (another table, the OpenDP
+    runs) is kept too."""
+    with open(Path(tempfile.gettempdir()) / "synth-peers.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        results = json.loads(OUT.read_text()) if OUT.exists() else {}
+        change(results)
+        results["summary"] = summarise([r for r in results.get("runs", [])
+                                        if "failed" not in r])
+        results["opendp_summary"] = summarise([r for r in results.get("opendp", [])
+                                               if "failed" not in r])
+        tmp = OUT.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(results, indent=1) + "\n")
+        tmp.replace(OUT)
+
+
+def replaced(runs: list[dict], fresh: Sequence[dict]) -> list[dict]:
+    """``runs`` with the ``fresh`` runs in place of any of the same method, ε and seed."""
+    again = {(r["method"], r["epsilon"], r["seed"]) for r in fresh}
+    return [r for r in runs if (r["method"], r["epsilon"], r["seed"]) not in again] + [
+        *fresh]
+
+
+def keep(table: str, run: dict) -> None:
+    """Keep one run of ``table`` (Adult's at the top level, every other under ``tables``)."""
+    def change(results: dict) -> None:
+        if table == "adult":
+            results.update(
+                protocol="Adult by DESIGN.md: train split (21,707 rows), δ = 1e-5, method "
+                         "defaults, one process per run; other tables (\"tables\", "
+                         "benchmarks/tables.py): the rows a run in the app synthesizes",
+                machine=f"{platform.machine()}, {platform.processor() or 'cpu'}, 2 cores "
+                        "(this project's CI class)",
+                targets=TARGETS, anchors=ANCHORS, runs=replaced(results.get("runs", []), [run]))
+            return
+        tables = results.setdefault("tables", {})
+        runs = replaced(tables.get(table, {}).get("runs", []), [run])
+        tables[table] = {"runs": runs,
+                         "summary": summarise([r for r in runs if "failed" not in r])}
+
+    save(change)
 
 
 def main() -> None:
@@ -258,19 +292,13 @@ def main() -> None:
         print(json.dumps(one(args.one[0], float(args.one[1]), int(args.one[2]), args.one[3])))
         return
     if args.opendp is not None:
-        kept = json.loads(OUT.read_text()).get("opendp", []) if OUT.exists() else []
         fresh = opendp_runs(args.opendp or OPENDP)
-        again = {(r["method"], r["epsilon"], r["seed"]) for r in fresh}
-        save({"opendp": [r for r in kept if (r["method"], r["epsilon"], r["seed"]) not in again]
-              + fresh})
+        save(lambda results: results.update(opendp=replaced(results.get("opendp", []), fresh)))
         return
     if args.dask:
-        save({"dask": dask_counts()})
+        counted = dask_counts()
+        save(lambda results: results.update(dask=counted))
         return
-    results = json.loads(OUT.read_text()) if OUT.exists() else {}
-    others = results.get("tables", {})
-    done = (results.get("runs", []) if args.table == "adult"
-            else others.get(args.table, {}).get("runs", []))
     for method in args.methods:
         for epsilon in args.epsilons:
             for seed in range(args.seeds):
@@ -282,21 +310,8 @@ def main() -> None:
                            "failed": child.stderr.strip().splitlines()[-1:]}
                 else:
                     run = json.loads(child.stdout.strip().splitlines()[-1])
-                done = [r for r in done if (r["method"], r["epsilon"], r["seed"]) != (
-                    method, epsilon, seed)] + [run]
                 print(json.dumps(run), flush=True)
-                if args.table != "adult":
-                    others[args.table] = {"runs": done, "summary": summarise(
-                        [r for r in done if "failed" not in r])}
-                    save({"tables": others})
-                    continue
-                save({"protocol": "Adult by DESIGN.md: train split (21,707 rows), δ = 1e-5, "
-                                  "method defaults, one process per run; other tables "
-                                  "(\"tables\", benchmarks/tables.py): the rows a run in the "
-                                  "app synthesizes",
-                      "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}, "
-                                 "2 cores (this project's CI class)",
-                      "targets": TARGETS, "anchors": ANCHORS, "runs": done})
+                keep(args.table, run)
 
 
 if __name__ == "__main__":
