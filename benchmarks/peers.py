@@ -235,7 +235,7 @@ def save(change: Callable[[dict], None]) -> None:
     """Apply ``change`` to the results file as it is now and write it whole, atomically,
     under a lock: what another run of this script kept meanwhile (another table, the OpenDP
     runs) is kept too."""
-    with open(Path(tempfile.gettempdir()) / "synth-peers.lock", "w") as lock:
+    with open(OUT.with_suffix(".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         results = json.loads(OUT.read_text()) if OUT.exists() else {}
         change(results)

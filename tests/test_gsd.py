@@ -454,6 +454,9 @@ def test_a_narrow_table_is_measured_in_one_shot_by_default(small):
 
     default, adaptive = fit({}), fit({"rounds": 10})
     assert not events(default, Exponential) and len(default.measured_) == 10
+    planned = default.plan_.recipe
+    assert planned["one_shot"] and len(planned.steps) == 10
+    assert not any(isinstance(step.event, Exponential) for step in planned.steps)
     assert len(events(adaptive, Exponential)) == 10 and len(adaptive.measured_) == 10
     sigmas = [sorted(e.sigma for e in events(m, Gaussian)) for m in (default, adaptive)]
     assert sigmas[0] == pytest.approx([s / math.sqrt(2) for s in sigmas[1]], rel=1e-9)

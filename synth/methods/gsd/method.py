@@ -4,7 +4,8 @@ Each of T rounds privately picks the S worst-answered workloads of the current s
 (report-noisy-max with Gumbel noise, never a workload picked before), measures them with the
 Gaussian mechanism, and re-projects: a genetic search (:mod:`.projection`) over N'-row
 tables, warm-started from the last one, fits **all** workloads measured so far. The one-shot
-mode measures every workload once and projects once.
+mode measures every workload once and projects once; the default takes it on a narrow table,
+where its rounds would pick half the workloads or more.
 
 Privacy (zCDP, replace-one with n public): an answer is a fraction of the n rows, so one
 replaced record moves it by at most 1/n, a workload's answers by Δ_w (√(2·partitions)/n,
@@ -68,8 +69,9 @@ ROUND_SECONDS, WORKLOAD_BASE, ANSWER_SECONDS = 0.000918, 1486, 1.6e-7
 SIGNAL, SIGNAL_POWER, LEAST = 27_134, 0.18, 0.7
 CANDIDATES = 100  # mutations and crossovers a generation makes by default (the calibration's)
 # a one-shot search, from a random table to every answer at once, runs about as long as this
-# many warm-started rounds (benchmarks/dates.py: 11 s against 29 s for 10 rounds)
-ONE_SHOT_ROUNDS = 4
+# many warm-started rounds: 3.5 to 8 on benchmarks/dates.py's three readings of its table
+# (the date as a date: 11 s against 29 s for 10 rounds; as 1,826 categories: 36 against 43)
+ONE_SHOT_ROUNDS = 5
 
 
 def synthetic_rows(rows: int | None, n: int) -> int:
@@ -133,7 +135,8 @@ class GSD(Synthesizer):
         Param("per_round", int, low=1, symbol="S", label="Workloads per round",
               help="Worst-answered workloads selected and measured in each round."),
         Param("one_shot", bool, label="One shot",
-              help="Measure every workload once and project once, instead of adaptively."),
+              help="Measure every workload once and project once, instead of adaptively "
+                   "(what the default rounds do on a narrow table; giving rounds selects)."),
         Param("rows", int, low=1, optional=True, label="Synthetic rows",
               help=f"Rows of the table the genetic search fits; the release resamples them. "
                    f"Empty takes the table's row count, up to {ROWS:,}."),
@@ -205,6 +208,8 @@ class GSD(Synthesizer):
         T, S per round and ρ per call. By default a table whose rounds would pick half its
         workloads or more (a narrow one) is measured in one shot: picking costs as much ρ as
         measuring, so each of the W measurements gets ρ/W ≥ ρ/(2TS) and none is left out.
+        With units the fit's recipe is made again at n̂ (fewer rows, maybe fewer rounds), so
+        it may select where the plan, at k·U rows, measured in one shot; it never spends more.
 
         Time: counting every workload's answers over the n rows, then each round's genetic
         search over N' rows, which costs about as much as WORKLOAD_BASE workloads plus one
@@ -279,8 +284,10 @@ class GSD(Synthesizer):
         self._answer(run, space, data, ctx)
         self.rows_ = synthetic_rows(self.rows, n)
         table = space.random(self.rows_, self.rng_)  # round 1 scores and starts from it
-        ctx.stage(PROJECT, run.rounds, f"{run.rounds} round(s) of select, measure and genetic "
-                                       f"search over {self.rows_:,} rows")
+        ctx.stage(PROJECT, run.rounds, f"one genetic search over {self.rows_:,} rows to every "
+                  "workload, measured at once" if recipe["one_shot"] else
+                  f"{run.rounds} round(s) of select, measure and genetic search over "
+                  f"{self.rows_:,} rows")
         if recipe["one_shot"]:
             self._measure(run, np.arange(run.first[-1]), 1)
         for t in range(1, run.rounds + 1):
