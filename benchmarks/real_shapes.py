@@ -28,11 +28,11 @@ Medians with min–max go to benchmarks/results/real_shapes.json (written atomic
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import multiprocessing
 import platform
 import statistics
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from datetime import date
 from pathlib import Path
@@ -40,17 +40,13 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # run as a script: benchmarks/tables.py's loader of scripts/
+from benchmarks.tables import script  # noqa: E402
+
 OUT = REPO / "benchmarks/results/real_shapes.json"
 TARGETS = {"outside_at_most_15k_rows": 0.05, "outside_at_most_2k_rows_when_accepted": 0.10,
            "upper_reaches_p90": 1.0, "stated_holds_in": 0.95,
            "stated_at_most_times_median_measured": 2.0}
-
-
-def _shaped():
-    spec = importlib.util.spec_from_file_location("shaped", REPO / "scripts/make_shaped_data.py")
-    shaped = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(shaped)
-    return shaped
 
 
 def schemas(shaped, table) -> dict:
@@ -135,7 +131,7 @@ def _runs(name: str, epsilon: float, seeds: int, methods: list[str]) -> list[dic
     from synth.runs import run
     from synth.schema import CATEGORICAL
 
-    shaped = _shaped()
+    shaped = script("make_shaped_data")
     table = shaped.generate(name)
     out = []
     for declared, schema in schemas(shaped, table).items():
@@ -179,7 +175,7 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=["independent", "mst"])
     parser.add_argument("--no-runs", action="store_true")
     args = parser.parse_args()
-    shaped = _shaped()
+    shaped = script("make_shaped_data")
     learned = []
     for name in args.tables:
         for epsilon in args.epsilons:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.tables import script
 from synth.data import load_sample, read_table
 from synth.protocol import adult_schema, protocol_split
 
@@ -40,16 +41,6 @@ def app(monkeypatch, tmp_path):
     at.run()
     assert not at.exception
     return at
-
-
-def script(name: str):
-    """A module of scripts/ (the generators of the project's own test tables)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="session")

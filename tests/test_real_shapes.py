@@ -11,6 +11,8 @@ from synth.evaluation import marginal_tvd, outside
 from synth.plots import REAL, marginal_chart
 from synth.schema import Column, Schema
 
+from .conftest import script
+
 
 def delays(n: int = 5_000, seed: int = 0) -> pd.Series:
     """55 % in [−20, 0], 40 % over 1–1,000 with a power tail, 5 % at 0 exactly."""
@@ -76,17 +78,6 @@ def test_a_runs_figures_measure_what_its_release_cannot_hold(tmp_path):
     assert not beyond or f"{beyond:.1%}" in said[0]
 
 
-def _shaped():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "scripts/make_shaped_data.py"
-    spec = importlib.util.spec_from_file_location("shaped", path)
-    shaped = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(shaped)
-    return shaped
-
-
 @pytest.mark.parametrize("name", ["flights", "bank", "claims"])
 def test_learned_bounds_keep_heavy_tails_sentinels_and_zero_inflated_amounts(name):
     """Item 2: with categories and the domains names give public, at ε = 1 and the default
@@ -101,7 +92,7 @@ def test_learned_bounds_keep_heavy_tails_sentinels_and_zero_inflated_amounts(nam
     from synth.privacy.mechanisms import replayable_noise
     from synth.schema import prepare
 
-    shaped = _shaped()
+    shaped = script("make_shaped_data")
     table = shaped.generate(name)
     schema = shaped.schema_for(table)
     column = shaped.SHAPED[name]
@@ -211,7 +202,7 @@ def test_the_timetable_holds_clock_times_a_hundred_places_and_a_release_keeps_th
     from synth.privacy.budget import Budget
     from synth.schema import CATEGORICAL, DATETIME
 
-    shaped = _shaped()
+    shaped = script("make_shaped_data")
     made = shaped.generate("timetable")
     assert made.shape == (20_000, 19)
     clocks = ["crs_dep_time", "dep_time", "crs_arr_time", "arr_time"]
