@@ -235,3 +235,64 @@ def test_the_junction_tree_size_is_mbis(data):
     tree, _ = mbi.junction_tree.make_junction_tree(
         domain, [tuple(names[j] for j in c) for c in cliques])
     assert pgm.junction_size(sizes, cliques) == sum(domain.size(n) for n in tree.nodes)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_a_warm_start_is_carried_over_as_mbi_carries_it(data):
+    """The numpy carry-over of potentials to a model's new cliques gives mbi's own
+    ``CliqueVector.expand`` exactly, on any cliques over any sizes."""
+    import jax.numpy as jnp
+
+    from synth.methods import pgm
+
+    mbi = pgm._mbi()
+    d = data.draw(st.integers(1, 5))
+    names = tuple(f"c{j}" for j in range(d))
+    domain = mbi.Domain(names, data.draw(st.lists(st.integers(1, 4), min_size=d, max_size=d)))
+    clique = st.lists(st.sampled_from(names), min_size=1, max_size=min(d, 3), unique=True)
+    old = list(dict.fromkeys(tuple(c) for c in data.draw(st.lists(clique, min_size=1,
+                                                                  max_size=5))))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    potentials = mbi.CliqueVector(domain, old, {c: mbi.Factor(domain.project(c), jnp.asarray(
+        rng.normal(size=domain.project(c).shape))) for c in old})
+    new = old + [tuple(c) for c in data.draw(st.lists(clique, max_size=3))]
+    new = [c for c in dict.fromkeys(new) if not any(set(c) < set(o) for o in new)]
+    ours, theirs = pgm._expanded(potentials, new), potentials.expand(new)
+    for c in new:
+        assert ours[c].domain == theirs[c].domain, c
+        assert np.allclose(np.asarray(ours[c].values), np.asarray(theirs[c].values)), c
+
+
+def test_a_fit_compiles_once_per_model_structure(caplog):
+    """Compiling is most of a fit's time: every block of a long fit, and a later fit of the
+    same structure (AIM's final estimate after its last refit), runs the program the first
+    block compiled; a new structure compiles one more, and nothing else of any size."""
+    import logging
+
+    import jax
+
+    from synth.methods import pgm
+
+    rng = np.random.default_rng(2)
+    sizes = (3, 4, 5, 6)
+    measured = [pgm.Measurement((j,), rng.random(s) * 100, 5.0) for j, s in enumerate(sizes)]
+    measured += [pgm.Measurement((0, 1), rng.random(12) * 30, 5.0)]
+    model = pgm.Model(sizes, 1000)
+
+    def fit(steps: int) -> dict[str, int]:
+        """The programs compiled by a fit of ``steps`` steps: name → times."""
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="jax"), jax.log_compiles():
+            model.estimate(measured, steps, lambda done, total: None)
+            jax.block_until_ready(model.fitted)
+        names = [r.getMessage().split("compilation of ")[1].split(" ")[0]
+                 for r in caplog.records if "Finished XLA compilation of" in r.getMessage()]
+        return {name: names.count(name) for name in names}
+
+    assert fit(300).get("jit(_multi_step)") == 1  # six blocks, one program
+    measured.append(pgm.Measurement((2, 3), rng.random(30) * 30, 5.0))
+    refit = fit(50)
+    assert refit.get("jit(_multi_step)") == 1, refit  # a new structure: its program
+    assert sum(refit.values()) - 1 <= len(sizes), refit  # at most a copy per new shape
+    assert fit(300) == {}  # the final estimate: six blocks on the refit's program

@@ -152,9 +152,12 @@ class AIM(Synthesizer):
         and more as the answers sharpen with n, then the final estimation and the draw. On
         2 cores (benchmarks/progress.py) the rounds took 27 s on the census sample (13
         columns), 11 s on the panel (7), and 45 and 96 s on the flights (26 model-space
-        columns) over 20,000 and 300,000 rows: 0.3 s a column times n^0.2. The final
-        estimation reuses the rounds' compiled steps (0.1 s measured); it is priced at 2.5 s
-        a thousand steps, so that a loop of many more is priced as what it would take."""
+        columns) over 20,000 and 300,000 rows: 0.3 s a column times n^0.2. Each refit's
+        program now compiles in about half the time (:func:`synth.methods.pgm._descent`;
+        the census rounds took 0.65 of their time before, A/B on one machine), so 0.2 s. The
+        final estimation runs on the last refit's compiled program, at the lowest
+        optimisation: priced at 2.5 s a thousand steps, what a large model's take, so that a
+        loop of many more is priced as what it would take."""
         d, n, k = len(schema), population.rows, population.max_rows
         rho = zcdp_rho(*budget.allowance(MEASURE), MEASURE)
         per_round = rho / (self.rounds * d)
@@ -173,7 +176,7 @@ class AIM(Synthesizer):
                          "data)")),
             {"rho": rho, "one_way": one_way, "per_round": per_round},
             seconds=1.0 + 2.5 * self.iterations / 1000 + 4e-7 * n * d
-            + 0.3 * d * n ** 0.2 * self.round_iterations / 50 + draw_seconds(n, d))
+            + 0.2 * d * n ** 0.2 * self.round_iterations / 50 + draw_seconds(n, d))
 
     # ---- the fit ----------------------------------------------------------------------
 
