@@ -115,8 +115,10 @@ class MST(Synthesizer):
         1,000 estimation steps 0.5 s a column (census 13 columns: 1.8 s and 7.2 s; 26
         model-space columns of flights: 2.6–3.0 s and 11.6–13 s, at 20,000 and 300,000
         rows), counting 0.4 s a million cells. The estimation's program now compiles once,
-        in about half the time (:func:`synth.methods.pgm._descent`): 0.28 of its time
-        before on the census sample, A/B on one machine, so 0.15 s a column."""
+        in about half the time, and runs its steps at the lowest optimisation
+        (:func:`synth.methods.pgm._descent`): 0.28 of its time before on the census sample,
+        A/B on one machine. So a compile of 0.1 s a column, once, and 0.1 s a column a
+        thousand steps: a long fit is priced at the slower steps."""
         n, d = population.rows, len(schema)
         one_way, pick, edge = mst_events(*budget.allowance(MEASURE), d, population.max_rows)
         check_audible(min(one_way.sigma, (edge or one_way).sigma) / population.units,
@@ -132,7 +134,7 @@ class MST(Synthesizer):
                            meaning=f"each tree pair's counts within ±{figure(edge.sigma)} rows "
                                    "(1 σ)")] * (d - 1)
         return Recipe(tuple(steps), {"one_way": one_way, "pick": pick, "edge": edge},
-                      seconds=0.5 + 4e-7 * n * d + 0.12 * d + 0.15 * d * self.iterations / 1000
+                      seconds=0.5 + 4e-7 * n * d + 0.22 * d + 0.1 * d * self.iterations / 1000
                       + draw_seconds(n, d))
 
     def _fit(self, data: Chunks, schema: Schema, recipe: Recipe, ctx: FitContext) -> None:

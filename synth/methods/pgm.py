@@ -25,6 +25,7 @@ BLOCK = 50  # mbi's steps between two callbacks (its CALLBACK_EVERY)
 # drawing rows from a fitted model on 2 cores: a compile, then per cell of the rows drawn
 # (benchmarks/progress.py: 1.2–2.9 s on the census sample, 7–10 s for 300,000 rows × 26)
 DRAW_SECONDS, DRAW_PER_CELL = 1.0, 1.5e-6
+# how every fit's program is compiled: quickly rather than well (see _descent)
 COMPILER = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
 
 
@@ -61,10 +62,13 @@ def _descent() -> type:
       (:meth:`Model.field`). The start is typed as the steps' own state, so that every
       block of a fit, and a later fit of the same structure (AIM's final estimate after its
       last refit), runs the one compiled program.
-    * **At XLA's lowest backend optimisation**: compiling is most of a fit's time (AIM
-      compiles one program per round), and on these programs the lowest level compiles in
-      about half the time and runs as fast (1,000 steps of a 20-column model: 11.0 s to
-      compile against 5.7 s, 3.1 s to run against 3.1 s, on 2 cores).
+    * **Compiled quickly** (:data:`COMPILER`: XLA's lowest backend optimisation, without
+      its CPU fusion emitters): compiling is most of a fit's time (AIM compiles one program
+      per round). On 2 cores a 20-column model's program compiled in 5.8 s against 10.4 s
+      at full optimisation, and its 1,000 steps ran in 1.0 s against 0.3 s; on one of
+      cliques three times as wide, 6.4 s against 14.5 s to compile, 9.5 s against 3.0 s to
+      run. A long fit of a large model is slower; every fit here runs 50 to a few thousand
+      steps.
     """
     import jax
 
@@ -104,10 +108,10 @@ def _expanded(potentials, cliques):
     new cliques, each the sum of the old ones it contains, broadcast. mbi's does it op by op
     in JAX, a few dozen small programs compiled for every new model structure: a quarter
     of an AIM round's time."""
+    mbi = _mbi()  # x64 on before anything of mbi's is imported
     import jax.numpy as jnp
     from mbi.clique_utils import reverse_clique_mapping
 
-    mbi = _mbi()
     domain = potentials.domain
     mapping = reverse_clique_mapping(cliques, potentials.cliques, domain=domain)
     tables = {}
@@ -144,7 +148,9 @@ class Model:
         self.domain = mbi.Domain(self.names, self.sizes)
         self.total = float(total)
         self.fitted = None  # the optimiser's last state: potentials and step size
-        self._factors: tuple[list[str], list[np.ndarray]] | None = None
+        # per connected part of the model's graph, its potentials as einsum operands
+        self._factors: dict[int, tuple[list[str], list[np.ndarray]]] | None = None
+        self._part: list[int] = []  # each column's part
         self._field = None
 
     def estimate(self, measured: Sequence[Measurement], iterations: int,
@@ -187,14 +193,31 @@ class Model:
         ordered by opt_einsum: numpy's greedy order could build intermediates of millions
         of cells on a model with loops, 9 s for one of AIM's candidates where opt_einsum
         takes milliseconds). mbi's own query compiles a program per marginal, a hundred
-        times slower for AIM's candidates; it answers where the contraction underflows."""
+        times slower for AIM's candidates; it answers where the contraction underflows.
+
+        The connected parts of the model's graph are independent in it: each part's columns
+        are contracted over that part's potentials alone, and a marginal spanning several
+        parts is the product of theirs (divided by n once per extra part). Most of AIM's
+        candidates span two parts while its graph has few edges."""
         if self.fitted is None:
             raise Cancelled("the model has not been fitted")
         if self._factors is None:
-            self._factors = self._exponentiated()
-        subscripts, arrays = self._factors
-        target = "".join(opt_einsum.get_symbol(j) for j in columns)
-        out = opt_einsum.contract(",".join(subscripts) + "->" + target, *arrays)
+            self._factors, self._part = self._exponentiated()
+        groups: dict[int, list[int]] = {}
+        for j in columns:
+            groups.setdefault(self._part[j], []).append(j)
+        if len(groups) == 1:
+            return self._within(columns)
+        pieces = [self._within(group).reshape([self.sizes[j] for j in group])
+                  for group in groups.values()]
+        product = _contract([_symbols(group) for group in groups.values()], pieces,
+                            _symbols(columns))
+        return product.ravel() / self.total ** (len(pieces) - 1)
+
+    def _within(self, columns: Sequence[int]) -> np.ndarray:
+        """The marginal over ``columns``, all of one connected part, from its potentials."""
+        subscripts, arrays = self._factors[self._part[columns[0]]]
+        out = _contract(subscripts, arrays, _symbols(columns))
         total = float(out.sum())
         out = out.ravel() * (self.total / total) if np.isfinite(total) and total > 0 else None
         if out is None:
@@ -202,20 +225,35 @@ class Model:
             out = np.asarray(factor.datavector(flatten=True), dtype=float)
         return out
 
-    def _exponentiated(self) -> tuple[list[str], list[np.ndarray]]:
-        """Each potential as exp(θ − max θ) with its einsum subscripts, and a vector of ones
-        for any column no potential covers (it is uniform in the model)."""
-        subscripts, arrays, covered = [], [], set()
+    def _exponentiated(self) -> tuple[dict[int, tuple[list[str], list[np.ndarray]]],
+                                      list[int]]:
+        """Each potential as exp(θ − max θ) with its einsum subscripts, grouped by the
+        connected part of the model's graph it lies in (a column no potential covers is a
+        part of its own, a vector of ones: uniform in the model), and each column's part."""
+        d = len(self.names)
+        part = list(range(d))  # union-find: a part is named by its root column
+
+        def root(j: int) -> int:
+            while part[j] != j:
+                part[j] = part[part[j]]
+                j = part[j]
+            return j
+
+        factors = []
         for factor in self.fitted.potentials.tables.values():
             columns = [self.names.index(a) for a in factor.domain.attributes]
             values = np.asarray(factor.values, dtype=float)
-            subscripts.append("".join(opt_einsum.get_symbol(j) for j in columns))
-            arrays.append(np.exp(values - values.max()))
-            covered.update(columns)
-        for j in sorted(set(range(len(self.names))) - covered):
-            subscripts.append(opt_einsum.get_symbol(j))
-            arrays.append(np.ones(self.sizes[j]))
-        return subscripts, arrays
+            factors.append((columns, np.exp(values - values.max())))
+            for j in columns[1:]:
+                part[root(j)] = root(columns[0])
+        covered = {j for columns, _ in factors for j in columns}
+        factors += [([j], np.ones(self.sizes[j])) for j in range(d) if j not in covered]
+        grouped: dict[int, tuple[list[str], list[np.ndarray]]] = {}
+        for columns, values in factors:
+            subscripts, arrays = grouped.setdefault(root(columns[0]), ([], []))
+            subscripts.append(_symbols(columns))
+            arrays.append(values)
+        return grouped, [root(j) for j in range(d)]
 
     def size(self, cliques: Sequence[tuple[int, ...]]) -> int:
         """Cells of the junction tree a model over ``cliques`` would hold (AIM's limit)."""
@@ -232,6 +270,22 @@ class Model:
                 np.random.set_state(state)
         return np.column_stack([np.asarray(data[name], dtype=np.int64)
                                 for name in self.names])
+
+
+def _contract(subscripts: Sequence[str], arrays: Sequence[np.ndarray], target: str
+              ) -> np.ndarray:
+    """``arrays`` (einsum ``subscripts``) summed down to ``target``: by opt_einsum's order
+    where there is an order to choose, directly for one or two operands (finding a path
+    costs more than these small products)."""
+    formula = ",".join(subscripts) + "->" + target
+    if len(arrays) <= 2:
+        return np.einsum(formula, *arrays)
+    return opt_einsum.contract(formula, *arrays)
+
+
+def _symbols(columns: Sequence[int]) -> str:
+    """Einsum subscripts of ``columns``: one letter a column, by its index."""
+    return "".join(opt_einsum.get_symbol(j) for j in columns)
 
 
 def junction_size(sizes: Sequence[int], cliques: Iterable[Sequence[int]]) -> int:
