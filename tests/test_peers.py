@@ -228,6 +228,16 @@ def test_a_model_in_parts_answers_each_part_alone():
         field = model.field().project(tuple(model.names[j] for j in columns))
         assert np.allclose(model.marginal(columns), np.asarray(field.datavector(flatten=True)),
                            rtol=1e-6, atol=1e-6), columns
+    assert len(set(model._part)) == 3  # answered by parts, not as one model
+
+    wide = pgm.Model((2,) * 60, 1000)  # past the 52 letters of the alphabet numpy takes
+    wide.estimate([pgm.Measurement((0, 1), np.array([400.0, 100, 200, 300]), 1.0),
+                   pgm.Measurement((55, 58), np.array([100.0, 500, 300, 100]), 1.0)],
+                  300, lambda done, steps: None)
+    for columns in [(57, 0, 55), (53,), (58, 55), (1, 58)]:
+        field = wide.field().project(tuple(wide.names[j] for j in columns))
+        assert np.allclose(wide.marginal(columns), np.asarray(field.datavector(flatten=True)),
+                           rtol=1e-6, atol=1e-6), columns
 
 
 @settings(max_examples=300, deadline=None)

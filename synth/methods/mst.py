@@ -117,8 +117,9 @@ class MST(Synthesizer):
         rows), counting 0.4 s a million cells. The estimation's program now compiles once,
         in about half the time, and runs its steps at the lowest optimisation
         (:func:`synth.methods.pgm._descent`): 0.28 of its time before on the census sample,
-        A/B on one machine. So a compile of 0.1 s a column, once, and 0.1 s a column a
-        thousand steps: a long fit is priced at the slower steps."""
+        A/B on one machine, about 0.14 s a column. It is priced, erring high, as a compile
+        of 0.1 s a column once (with the measurements' 0.12: 0.22) and steps of 0.1 s a
+        column a thousand, so that a long fit is priced at the slower steps."""
         n, d = population.rows, len(schema)
         one_way, pick, edge = mst_events(*budget.allowance(MEASURE), d, population.max_rows)
         check_audible(min(one_way.sigma, (edge or one_way).sigma) / population.units,
