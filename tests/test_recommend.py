@@ -35,25 +35,27 @@ def test_the_order_is_the_benchmarks_at_epsilon_1():
 
 def test_aim_is_never_behind_mst_and_nothing_worsens_with_epsilon():
     """What WHY and the docs rest on, read off every table of peers.json: AIM's median 2-way
-    TVD is at most MST's at every ε both were run at, and no method's median rises from one
+    TVD is at most MST's at every ε both were run at, and no median of 3 seeds rises from one
     ε to a larger one (a rerun that breaks either fails here until the claims follow)."""
     results = json.loads(PEERS.read_text())
     tables = {"adult": results["summary"]} | {
         name: table["summary"] for name, table in results["tables"].items()}
-    compared = 0
+    grid = {0.5, 1.0, 2.0, 4.0, 8.0}
+    for name in ("adult", "census", "bank"):  # the grids WHY cites, whole
+        assert {float(k.split(" at ε=")[1]) for k in tables[name] if k.startswith("aim ")} \
+            >= grid, name
     for name, summary in tables.items():
         medians: dict[str, dict[float, float]] = {}
         for key, cell in summary.items():
             method, eps = key.split(" at ε=")
-            medians.setdefault(method, {})[float(eps)] = cell["tvd2"]["median"]
-        for eps, aim in medians.get("aim", {}).items():
-            if eps in medians.get("mst", {}):
-                assert aim <= medians["mst"][eps], (name, eps)
-                compared += 1
+            if cell["seeds"] >= 3:
+                medians.setdefault(method, {})[float(eps)] = cell["tvd2"]["median"]
+            if method == "aim" and f"mst at ε={eps}" in summary:
+                assert cell["tvd2"]["median"] <= summary[f"mst at ε={eps}"]["tvd2"]["median"], \
+                    (name, eps)
         for method, by_eps in medians.items():
             curve = [by_eps[eps] for eps in sorted(by_eps)]
             assert curve == sorted(curve, reverse=True), (name, method, curve)
-    assert compared >= 10
 
 
 def test_adult_gets_the_first_and_a_slow_first_is_passed_over_by_name(adult_public):
