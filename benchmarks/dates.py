@@ -80,8 +80,21 @@ def by_month(values: pd.Series) -> pd.Series:
     return months.value_counts(normalize=True).reindex(span, fill_value=0.0)
 
 
-def one(method: str, reading: str, seed: int, frame: pd.DataFrame) -> dict:
+def scored(real: pd.DataFrame, released: pd.DataFrame, reading: str) -> dict:
+    """A release against the table: the other columns' 2-way TVD and, where the date was
+    kept, its TVD by month."""
     from synth.evaluation import marginal_tvd
+
+    rest = schema("without")
+    out = {"others_tvd2": round(marginal_tvd(real[rest.names], released[rest.names],
+                                             rest).tvd2, 4)}
+    if reading != "without":
+        gap = by_month(real["signup_date"]) - by_month(released["signup_date"])
+        out["month_tvd"] = round(0.5 * float(gap.abs().sum()), 4)
+    return out
+
+
+def one(method: str, reading: str, seed: int, frame: pd.DataFrame) -> dict:
     from synth.methods import FitContext, make
     from synth.privacy.budget import Budget
 
@@ -91,15 +104,10 @@ def one(method: str, reading: str, seed: int, frame: pd.DataFrame) -> dict:
     model = make(method).fit(real, s, Budget(1.0, 1e-5), FitContext(postprocessing_seed=seed))
     seconds = time.perf_counter() - started
     synthetic = model.sample()
-    others = [c for c in s.names if c != "signup_date"]
-    fidelity = marginal_tvd(real[others], synthetic[others], s.drop(["signup_date"])
-                            if "signup_date" in s.names else s)
     out = {"method": method, "reading": reading, "seed": seed, "seconds": round(seconds, 1),
-           "others_tvd2": round(fidelity.tvd2, 4),
+           **scored(real, synthetic, reading),
            "epsilon_spent": round(model.ledger_.total_epsilon, 6)}
     if reading != "without":
-        gap = by_month(real["signup_date"]) - by_month(synthetic["signup_date"])
-        out["month_tvd"] = round(0.5 * float(gap.abs().sum()), 4)
         out["outside_range"] = int((~synthetic["signup_date"].between(FIRST, LAST)).sum())
     return out
 
@@ -107,16 +115,9 @@ def one(method: str, reading: str, seed: int, frame: pd.DataFrame) -> dict:
 def resampled(seed: int, frame: pd.DataFrame) -> dict:
     """The table's own rows drawn again, scored as a release: what drawing n rows costs a
     model that knew the table exactly."""
-    from synth.evaluation import marginal_tvd
-
-    s = schema("datetime")
     draw = frame.sample(len(frame), replace=True, random_state=seed)
-    others = [c for c in s.names if c != "signup_date"]
-    gap = by_month(frame["signup_date"]) - by_month(draw["signup_date"])
     return {"method": RESAMPLED, "reading": "datetime", "seed": seed,
-            "others_tvd2": round(marginal_tvd(frame[others], draw[others],
-                                              s.drop(["signup_date"])).tvd2, 4),
-            "month_tvd": round(0.5 * float(gap.abs().sum()), 4)}
+            **scored(frame, draw, "datetime")}
 
 
 def summarise(runs: list[dict]) -> dict:
