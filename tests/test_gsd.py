@@ -14,8 +14,9 @@ from synth.methods import FitContext, Progress, make
 from synth.methods.gsd.method import GSD, QUERIES, ROWS
 from synth.methods.gsd.projection import loss_of, project
 from synth.methods.gsd.queries import QUERY_CLASSES, Prefixes, build, narrowest, plan_size, track
-from synth.privacy.budget import Budget
+from synth.privacy.budget import Budget, Ledger
 from synth.privacy.events import Exponential, Gaussian
+from synth.privacy.unit import Population
 from synth.schema import Column, Schema, infer_schema
 
 
@@ -338,6 +339,22 @@ def test_budget_split_and_ledger(fitted, small):
     rounds = [e.step for e in events if isinstance(e, Progress) and e.stage == "project"]
     assert rounds[-1] == 3 and {"loss", "max_error", "generation"} <= set(
         next(e for e in events if isinstance(e, Progress) and e.stage == "project").metrics)
+
+
+def test_each_measurement_weighs_in_the_loss_by_its_precision(small):
+    """As in a Gaussian likelihood, an answer weighs 1/σ² (the quietest workload's 1): at one
+    ρ per call a binary-tree pair, Δ₂ = √(2·levels), weighs 1/levels of a categorical pair."""
+    frame, schema = small
+    space = Space(schema)
+    classes = build(space, ["cat2", "bt"], np.random.default_rng(0), levels=5)
+    run = GSD._start(classes, Population(len(frame), len(frame)),
+                     {"rounds": 1, "per_round": 1, "rho": 0.01})
+    run.true.extend(q.answers(space.encode(frame)) for q in classes)
+    model = GSD()
+    model.ledger_ = Ledger(Budget(10.0, 1e-6, {QUERIES: 1.0}), {QUERIES: "zcdp"})
+    model._measure(run, np.arange(run.first[-1]), 1)
+    cat, bt = (np.unique(w) for w in run.weights)
+    assert cat == pytest.approx([1.0]) and bt == pytest.approx([1 / 5])
 
 
 def test_sample_has_the_schemas_columns_and_bounds(fitted, small):
