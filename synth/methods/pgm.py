@@ -145,7 +145,9 @@ class Model:
     def __init__(self, sizes: Sequence[int], total: float):
         mbi = _mbi()
         self.sizes = tuple(int(s) for s in sizes)
-        self.names = tuple(f"c{j}" for j in range(len(self.sizes)))
+        # columns named by their index: mbi takes integers, and draws rows in an order
+        # read off sets of names, which for strings Python's per-process hash would reorder
+        self.names = tuple(range(len(self.sizes)))
         self.domain = mbi.Domain(self.names, self.sizes)
         self.total = float(total)
         self.fitted = None  # the optimiser's last state: potentials and step size
