@@ -288,7 +288,7 @@ def test_the_junction_tree_size_is_mbis(data):
         clique = st.lists(st.integers(0, d - 1), min_size=1, max_size=min(d, 3), unique=True)
         cliques = [tuple(c) for c in data.draw(st.lists(clique, max_size=12))]
     mbi = pgm._mbi()
-    names = [f"c{j}" for j in range(d)]
+    names = list(range(d))  # as the model names its columns
     domain = mbi.Domain(names, sizes)
     tree, _ = mbi.junction_tree.make_junction_tree(
         domain, [tuple(names[j] for j in c) for c in cliques])
@@ -306,7 +306,7 @@ def test_a_warm_start_is_carried_over_as_mbi_carries_it(data):
 
     mbi = pgm._mbi()
     d = data.draw(st.integers(1, 5))
-    names = tuple(f"c{j}" for j in range(d))
+    names = tuple(range(d))  # as the model names its columns
     domain = mbi.Domain(names, data.draw(st.lists(st.integers(1, 4), min_size=d, max_size=d)))
     clique = st.lists(st.sampled_from(names), min_size=1, max_size=min(d, 3), unique=True)
     old = list(dict.fromkeys(tuple(c) for c in data.draw(st.lists(clique, min_size=1,
