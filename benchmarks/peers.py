@@ -86,7 +86,8 @@ def one(method: str, epsilon: float, seed: int, table: str = "adult") -> dict:
             **{name: round(scores[key], 4) for name, key in (
                 ("tree", "accuracy"), ("logistic", "logistic_accuracy")) if key in scores},
             "epsilon_spent": round(model.ledger_.total_epsilon, 6),
-            "rounds": getattr(model, "rounds_", None)}
+            "rounds": getattr(model, "rounds_", None),
+            "kernel": platform.release()}  # which host: their speeds differ
 
 
 def summarise(runs: list[dict]) -> dict:
