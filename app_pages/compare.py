@@ -146,3 +146,63 @@ for r, tab in zip(chosen, st.tabs([r.name for r in chosen]), strict=True):
         else:
             st.plotly_chart(tvd_heatmap(r.fidelity, title=r.name), width="stretch",
                             key=f"heat:{r.name}")
+
+st.subheader("Privacy risk")
+st.caption("Attacks a reviewer will ask about, run on each release with the rows it was made "
+           "from and the real rows it never saw, each figure beside the bound the run's "
+           "(ε, δ) places on any attack (TPR − FPR at most (e^ε − 1 + 2δ)/(e^ε + 1)). A figure "
+           "under its bound shows how far these attacks get, not that no attack gets further; "
+           "see the docs' Privacy risk page.")
+testable = [r for r in chosen if r.held_out is not None and len(r.held_out) > 1]
+if len(testable) < len(chosen):
+    st.caption("Runs made from every row have no rows they never saw to attack with: "
+               + ", ".join(r.name for r in chosen if r not in testable) + ".")
+if testable:
+    schema = testable[0].schema
+    categorical = [c.name for c in schema if c.kind == "categorical"]
+    default = categorical.index(schema.target) if schema.target in categorical else 0
+    sensitive = st.selectbox("Sensitive column (attribute inference)", categorical,
+                             index=default, key=f"{state.CHOICE}compare:sensitive",
+                             persist_state="session") if categorical else None
+    measured = st.session_state.setdefault("risk", {})
+
+    def key(r: state.Run) -> tuple:  # a run without the column guesses its own target
+        return r.id, sensitive if sensitive in r.schema.names else r.schema.target
+
+    todo = [r for r in testable if key(r) not in measured]
+    if todo and st.button(f"Attack {len(todo)} release{'s' * (len(todo) > 1)}",
+                          icon=":material/shield:"):
+        from synth.risk import claimed, risk
+
+        for r in todo:
+            with state.guard(f"Attacking {r.name}"), st.status(f"Attacking {r.name}…") as box:
+                measured[key(r)] = risk(r.real, r.record.synthetic, r.held_out, r.schema,
+                                        **claimed(r.record.ledger), sensitive=key(r)[1],
+                                        progress=box.write)
+                box.update(label=f"Attacked {r.name}", state="complete")
+    for r in testable:
+        attacks = measured.get(key(r))
+        if attacks is None:
+            continue
+        st.markdown(f"**{r.name}**")
+        st.table(pd.DataFrame([{
+            "attack": a.name, "AUC": a.auc, "advantage": a.advantage,
+            "95 % interval": (f"{a.interval[0]:.3f} – {a.interval[1]:.3f}"
+                              if not math.isnan(a.advantage) else "–"),
+            "bound": a.bound, "chance": a.chance,
+            "verdict": ("ABOVE ITS BOUND" if a.above_bound else
+                        "not measured" if math.isnan(a.advantage) else "under its bound"),
+        } for a in attacks]).style.format(
+            dict.fromkeys(["AUC", "advantage", "bound", "chance"], "{:.3f}"), na_rep="–"),
+            hide_index=True)
+        above = [a.name for a in attacks if a.above_bound]
+        if above:
+            st.error(f"{', '.join(above)}: above what any (ε, δ)-DP release allows. This "
+                     "release is not what its ledger says: do not publish it, and please "
+                     "report it.")
+    st.caption("Advantage: the true-positive rate less the false-positive rate at the best "
+               "threshold (membership: was this row in the table?), or, for attribute "
+               "inference, how much more often a tree trained on the release guesses the "
+               "sensitive column right for the rows it was made from than for rows it never "
+               "saw. Chance: what the best threshold reaches on rows the release never saw "
+               "(95 %), since it is chosen on the rows it is scored on.")

@@ -319,8 +319,15 @@ def release_page(run: state.Run) -> str:
 
 
 def steward_page(run: state.Run) -> str:
+    """The steward-only report, with the privacy risk when the run held rows out."""
+    attacks = None
+    if run.held_out is not None and len(run.held_out) > 1:
+        from synth.risk import claimed, risk
+
+        attacks = risk(run.real, run.record.synthetic, run.held_out, run.schema,
+                       **claimed(run.record.release.ledger))
     return steward_report(run.record.release.ledger, run.record.synthetic, run.real, run.schema,
-                          run.record.scores)
+                          run.record.scores, attacks)
 
 
 def _over_limit(ds: state.Dataset, epsilon: float, delta: float, unbounded: str) -> str:

@@ -8,6 +8,8 @@ These forms are a contract that outside tools script against (see docs/cli.md):
         --out synth.csv --ledger ledger.json [--postprocessing-seed S] [--set key=value ...]
     python -m synth evaluate REAL_TEST.csv SYNTH.csv --schema schema.json --target COL
         [--train REAL_TRAIN.csv]
+    python -m synth risk REAL.csv SYNTH.csv --schema schema.json --holdout HOLDOUT.csv
+        --ledger ledger.json [--sensitive COL] [--json]
 
 Failures exit non-zero with a one-line cause on stderr.
 """
@@ -440,6 +442,60 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_risk(args: argparse.Namespace) -> int:
+    from synth.risk import claimed, risk  # scikit-learn: only this command pays the import
+
+    if (args.ledger is None) == (args.epsilon is None):
+        raise ParameterError("give the run's --ledger or the --epsilon it claims (not both): "
+                             "the bounds are computed from it")
+    schema = Schema.load(args.schema)
+    if args.ledger is not None:
+        from synth.report import check_ledger
+
+        if args.delta is not None or args.privacy_unit is not None:
+            raise ParameterError("--delta and --privacy-unit go with --epsilon: --ledger "
+                                 "holds the run's own")
+        try:
+            record = json.loads(Path(args.ledger).read_text(encoding="utf-8-sig"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise DataError(f"--ledger {args.ledger!r} is not a run's ledger: {exc}") from None
+        _naming(Path(args.ledger), check_ledger, record)
+        guarantee = claimed(record)
+        if record.get("schema"):  # what the run learned (bounds, categories), read as --schema
+            schema = Schema.from_dict(record["schema"]).reading(schema)
+    else:
+        guarantee = {"epsilon": args.epsilon, "delta": args.delta or 0.0,
+                     "unit": args.privacy_unit}
+    read = {"max_bytes": args.max_bytes, "encoding": args.encoding}
+    attacks = risk(read_table(args.real, **read), read_table(args.release, **read),
+                   read_table(args.holdout, **read), schema, **guarantee,
+                   sensitive=args.sensitive,
+                   progress=None if args.quiet else lambda what: print(
+                       f"attacking: {what}", file=sys.stderr))
+    if args.json:
+        print(json.dumps([a.as_dict() for a in attacks], allow_nan=False))
+    else:
+        print(risk_text(attacks, guarantee["epsilon"], guarantee["delta"]))
+    return 0
+
+
+def risk_text(attacks: list, epsilon: float, delta: float) -> str:
+    """:func:`~synth.risk.risk`'s figures in a steward's words."""
+    lines = [f"privacy risk of the release against its guarantee ε={epsilon_text(epsilon)}, "
+             f"δ={delta:.3g} (these figures read the real table: for your eyes, not for "
+             "release)"]
+    for a in attacks:
+        if math.isnan(a.advantage):
+            lines.append(f"{a.name}: not measured ({a.detail.get('why', 'no rows')})")
+            continue
+        auc = f"AUC {a.auc:.3f}, " if a.auc is not None else ""
+        flag = ("  ABOVE ITS BOUND: the release is not what its ledger says"
+                if a.above_bound else "")
+        lines.append(f"{a.name}: {auc}advantage {a.advantage:.3f} (95 % "
+                     f"{a.interval[0]:.3f}–{a.interval[1]:.3f}), bound {a.bound:.3f}{flag}")
+    return "\n".join(lines)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from synth import report  # deferred: plotly's bundle is only needed here
 
@@ -476,6 +532,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         if args.synthetic is not None:
             synthetic = read_table(args.synthetic, max_bytes=args.max_bytes,
                                    encoding=args.encoding)
+        if args.holdout is not None and args.real is None:
+            raise ParameterError("--holdout needs --real: the attacks compare the rows a "
+                                 "release was made from with rows it never saw")
         if args.real is None:
             page, what = report.release_report(record, synthetic), "release report"
         else:
@@ -483,7 +542,14 @@ def cmd_report(args: argparse.Namespace) -> int:
             released = Schema.from_dict(record.get("schema"))
             if args.schema is not None:  # how the private file writes its dates
                 released = released.reading(Schema.load(args.schema))
-            page = report.steward_report(record, synthetic, real, released)
+            attacks = None
+            if args.holdout is not None:
+                from synth.risk import claimed, risk
+
+                attacks = risk(real, synthetic, read_table(
+                    args.holdout, max_bytes=args.max_bytes, encoding=args.encoding), released,
+                    **claimed(record))
+            page = report.steward_report(record, synthetic, real, released, risk=attacks)
             what = "steward-only report (it compares with --real: keep it, do not release it)"
     _write(args.out, lambda p: p.write_text(page), "--out", {
         "SOURCE": source, **({"--synthetic": Path(args.synthetic)} if args.synthetic else {}),
@@ -737,6 +803,27 @@ def build_parser() -> argparse.ArgumentParser:
     data_arg(reh)
     reh.set_defaults(func=cmd_rehearse)
 
+    rk = sub.add_parser("risk", help="membership and attribute attacks on a release, each "
+                        "beside the bound its (ε, δ) places on any attack (reads the real "
+                        "table: for your eyes)")
+    rk.add_argument("real", help="the rows the release was made from")
+    rk.add_argument("release", help="the synthetic table")
+    rk.add_argument("--schema", type=Path, required=True)
+    rk.add_argument("--holdout", required=True,
+                    help="rows of the same population the run never saw")
+    rk.add_argument("--ledger", help="the run's ledger: the bounds use its total ε and δ")
+    rk.add_argument("--epsilon", type=float, help="instead of --ledger: the ε claimed")
+    rk.add_argument("--delta", type=float, help="with --epsilon (default 0)")
+    rk.add_argument("--privacy-unit", metavar="COLUMN",
+                    help="with --epsilon: the column of the people a guarantee protects (one "
+                         "row of each is attacked)")
+    rk.add_argument("--sensitive", help="the column attribute inference guesses (default: "
+                                        "the schema's target)")
+    rk.add_argument("--json", action="store_true", help="the attacks as a JSON list")
+    rk.add_argument("--quiet", action="store_true", help="no progress lines")
+    data_arg(rk)
+    rk.set_defaults(func=cmd_risk)
+
     rep = sub.add_parser("report", help="a self-contained HTML report of a run or a sweep")
     rep.add_argument("source", help="a run's ledger (.json, from run --ledger) or a sweep's "
                                     "table (.csv, from sweep --out)")
@@ -746,6 +833,8 @@ def build_parser() -> argparse.ArgumentParser:
                                     "it with --synthetic (not for release)")
     rep.add_argument("--schema", help="the run's schema file: --real is read in its dates' "
                                       "input formats (a ledger never holds them)")
+    rep.add_argument("--holdout", help="with --real, rows the run never saw: the report adds "
+                                       "the privacy risk (synth risk) beside its bounds")
     rep.add_argument("--out", type=Path, required=True)
     data_arg(rep)
     rep.set_defaults(func=cmd_report)

@@ -122,7 +122,7 @@ def marginal_tvd(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema,
                     pd.DataFrame(pair, index=names, columns=names), lost, made_up)
 
 
-def _model(schema: Schema, target: str, kind: str):
+def classifier(schema: Schema, target: str, kind: str = "tree"):
     """One-hot categoricals (over the schema's categories), then a depth-10 tree on raw
     numbers or a logistic regression on numbers scaled to [0, 1] by their bounds."""
     # scikit-learn is imported here, not at the top: it takes ~1 s, and the app's first page
@@ -168,7 +168,7 @@ def tree_utility(train: pd.DataFrame, test: pd.DataFrame, schema: Schema,
     if train[target].nunique() < 2 and kind == "logistic":
         predicted = np.full(len(test), train[target].iloc[0], dtype=object)
     else:
-        model = _model(schema, target, kind).fit(train.drop(columns=target), train[target])
+        model = classifier(schema, target, kind).fit(train.drop(columns=target), train[target])
         predicted = model.predict(test.drop(columns=target))
     return scores(test[target], predicted)
 

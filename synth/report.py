@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import json
 import platform
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from typing import Any
 
@@ -27,6 +27,13 @@ from synth.schema import Schema
 
 REAL_DATA = ("Uses the real data: for the data steward's eyes, not part of the release. "
              "Leave this section out before sharing the report.")
+RISK = ("Attacks on the release, run with the rows it was made from and real rows it never "
+        "saw, each beside the bound the ledger's (ε, δ) places on any attack: the advantage "
+        "(true-positive less false-positive rate at the best threshold, or a member's gain in "
+        "correct guesses of the sensitive column) is at most (e^ε − 1 + 2δ)/(e^ε + 1) for "
+        "membership. A figure under its bound shows how far these attacks get, not that no "
+        "attack gets further; one above it means the release is not what its ledger says. "
+        "Chance: what the best threshold reaches on rows the release never saw (95 %).")
 STEWARD_ONLY = ("This report compares the release with the private table. Keep it with the "
                 "data; share the release report instead.")
 LEDGER_KEYS = ("budget", "entries", "total_epsilon", "total_delta")  # what the charts read
@@ -44,10 +51,12 @@ def release_report(record: Mapping[str, Any], synthetic: pd.DataFrame | None = N
 
 
 def steward_report(record: Mapping[str, Any], synthetic: pd.DataFrame, real: pd.DataFrame,
-                   schema: Schema, scores: Mapping[str, Any] | None = None) -> str:
+                   schema: Schema, scores: Mapping[str, Any] | None = None,
+                   risk: Sequence[Any] | None = None) -> str:
     """The release report plus real-against-synthetic comparisons: for the steward only.
     ``scores`` are the run's utility figures (:func:`synth.evaluation.utility`), drawn
-    against their chance and real-data lines when given."""
+    against their chance and real-data lines when given; ``risk`` the attacks of
+    :func:`synth.risk.risk`, each beside its bound."""
     from synth.evaluation import marginal_tvd
     from synth.quality import quality
 
@@ -61,9 +70,26 @@ def steward_report(record: Mapping[str, Any], synthetic: pd.DataFrame, real: pd.
                     "data validity (SDMetrics' Diagnostic Report)": f"{fit.validity:.3f}"})]
     if scores and "accuracy" in scores:
         body.append(_figure(utility_chart({record.get("method", "run"): scores}, scores)))
+    if risk:
+        body += [_h("Privacy risk", 2), _p(RISK), _attacks(risk)]
     body += [_figure(tvd_heatmap(marginal_tvd(real, synthetic, schema))),
              *_columns(real, synthetic, schema)]
     return _page(title, body)
+
+
+def _attacks(attacks: Sequence[Any]) -> str:
+    """Each attack's figures beside its bound, a figure above it named so."""
+    def figure(value: float | None) -> str:
+        return "–" if value is None or value != value else f"{value:.3f}"
+
+    rows = "".join(
+        f"<tr><td>{html.escape(a.name)}</td><td>{figure(a.auc)}</td>"
+        f"<td>{figure(a.advantage)}</td>"
+        f"<td>{figure(a.interval[0])} – {figure(a.interval[1])}</td><td>{figure(a.bound)}</td>"
+        f"<td>{figure(a.chance)}</td><td>{'ABOVE ITS BOUND' if a.above_bound else ''}</td></tr>"
+        for a in attacks)
+    return ("<table><tr><th>attack</th><th>AUC</th><th>advantage</th><th>95 % interval</th>"
+            f"<th>bound</th><th>chance</th><th></th></tr>{rows}</table>")
 
 
 def _columns(real: pd.DataFrame | None, synthetic: pd.DataFrame, schema: Schema) -> list[str]:

@@ -582,6 +582,14 @@ def test_compare_page_shows_every_chosen_run(app):
     column = next(s for s in app.selectbox if s.label == "Column")
     column.set_value("income").run()
     assert any("income: share of rows" in c.proto.spec for c in app.get("plotly_chart"))
+    tables = len(app.table)
+    button(app, "Attack 2 releases").click().run()  # the privacy risk, beside its bounds
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    attacked = [t.value for t in app.table[tables:] if "verdict" in t.value.columns]
+    assert len(attacked) == 2
+    for found in attacked:
+        assert "attribute inference of 'income'" in set(found["attack"])
+        assert set(found["verdict"]) <= {"under its bound", "not measured"}
 
 
 def restart():

@@ -230,6 +230,7 @@ def test_starts_on_the_sample_and_runs(page):
     assert "Privacy: (1, " in report and "Uses the real data" not in report  # releasable
     report = files["steward_only_report.html"]
     assert "Steward-only report (not for release)" in report and "Uses the real data" in report
+    assert "Privacy risk" in report and "ABOVE ITS BOUND" not in report  # the held-out sixth
     assert "Traceback" not in page.content()
 
     # the Compare summary fits a 1440 px screen: its last column is on screen, whole

@@ -105,6 +105,7 @@ class Run:
     id: str = ""  # its id in the run store
     number: int = 0  # its place in the table's runs (#1 first)
     table: str = ""  # the table's name as the store records it
+    held_out: pd.DataFrame | None = None  # the rows it never saw (None: it saw every row)
 
     def file_name(self, name: str) -> str:
         """A download's name after the table, the method and the run's number
@@ -381,10 +382,10 @@ def runs(ds: Dataset | None = None) -> list[Run]:
                     log.warning("run %s left out", entry.id, exc_info=True)
                     continue
                 record = kept.setdefault(entry.id, read)  # the run's own, if kept meanwhile
-            real = split(ds, record.schema, entry.summary.get("held_out", False))[0]
+            real, held = split(ds, record.schema, entry.summary.get("held_out", False))
             seen[where] = Run(run_name(entry, number), record, real,
                               record.schema.reading(ds.schema), entry.id, number,
-                              entry.table_name)
+                              entry.table_name, held)
         found.append(seen[where])
     return found
 

@@ -338,6 +338,7 @@ class GSD(Synthesizer):
 
     def _measure(self, run: _Rounds, chosen: np.ndarray, t: int) -> None:
         """Gaussian measurements of the ``chosen`` workloads, each charged before it runs."""
+        unit = run.quietest_sigma
         for w in chosen:
             k, local = _locate(run.first, w)
             event = measurement_event(run.sens[w], run.rho)
@@ -348,7 +349,7 @@ class GSD(Synthesizer):
             # the loss weighs a measurement by its precision 1/σ² (the quietest workload's
             # counting 1), as a Gaussian likelihood does: a binary-tree pair, √levels times
             # as noisy as a categorical one, pulls the search 1/levels as hard
-            run.weights[k][lo:hi] = (run.quietest_sigma / event.sigma) ** 2
+            run.weights[k][lo:hi] = (unit / event.sigma) ** 2
             run.picked.append(int(w))
 
     def _project(self, run: _Rounds, space: Space, table: np.ndarray, t: int,
