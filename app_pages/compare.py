@@ -161,9 +161,11 @@ if testable:
     schema = testable[0].schema
     categorical = [c.name for c in schema if c.kind == "categorical"]
     default = categorical.index(schema.target) if schema.target in categorical else 0
-    sensitive = st.selectbox("Sensitive column (attribute inference)", categorical,
-                             index=default, key=f"{state.CHOICE}compare:sensitive",
-                             persist_state="session") if categorical else None
+    sensitive = st.selectbox(
+        "Sensitive column (attribute inference)", categorical, index=default,
+        key=f"{state.CHOICE}compare:sensitive", persist_state="session",
+        help="The categorical column an attacker tries to guess from the others, with a tree "
+             "trained on the release (the target by default).") if categorical else None
     measured = st.session_state.setdefault("risk", {})
 
     def key(r: state.Run) -> tuple:  # a run without the column guesses its own target
@@ -180,6 +182,8 @@ if testable:
                                         **claimed(r.record.ledger), sensitive=key(r)[1],
                                         progress=box.write)
                 box.update(label=f"Attacked {r.name}", state="complete")
+        if all(key(r) in measured for r in todo):  # a failure's message stays on screen
+            st.rerun()  # the tables below, and no button for what is measured
     for r in testable:
         attacks = measured.get(key(r))
         if attacks is None:
@@ -189,9 +193,7 @@ if testable:
             "attack": a.name, "AUC": a.auc, "advantage": a.advantage,
             "95 % interval": (f"{a.interval[0]:.3f} – {a.interval[1]:.3f}"
                               if not math.isnan(a.advantage) else "–"),
-            "bound": a.bound, "chance": a.chance,
-            "verdict": ("ABOVE ITS BOUND" if a.above_bound else
-                        "not measured" if math.isnan(a.advantage) else "under its bound"),
+            "bound": a.bound, "chance": a.chance, "verdict": a.verdict,
         } for a in attacks]).style.format(
             dict.fromkeys(["AUC", "advantage", "bound", "chance"], "{:.3f}"), na_rep="–"),
             hide_index=True)
@@ -204,5 +206,8 @@ if testable:
                "threshold (membership: was this row in the table?), or, for attribute "
                "inference, how much more often a tree trained on the release guesses the "
                "sensitive column right for the rows it was made from than for rows it never "
-               "saw. Chance: what the best threshold reaches on rows the release never saw "
-               "(95 %), since it is chosen on the rows it is scored on.")
+               "saw (negative: less often). Chance: what the best threshold reaches on rows "
+               "the release never saw, 95 % of the time; a figure within it is no evidence of "
+               "a leak. Attribute inference has no chance line: its bound, (ε, δ) applied to "
+               "the held-out rows' rate of right guesses, depends on the column. The figures "
+               "are kept for this browser session; a reload measures them again on request.")

@@ -55,6 +55,29 @@ def attacked(table: str, method: str, epsilon: float, release: pd.DataFrame, fit
             "attacks": [a.as_dict() for a in attacks]}
 
 
+SHORT = {"closest record": "closest", "density ratio": "density", "exact copies": "copies",
+         "near copies": "near", "rare rows reproduced": "rare"}
+
+
+def summarise(runs: list[dict]) -> dict:
+    """One row per (table, release, ε): each attack's advantage, the membership bound, the
+    attribute attack's own, whether anything was flagged, and the report's seconds."""
+    rows = {}
+    for run in runs:
+        row = {"bound": None, "attribute_bound": None}
+        for a in run["attacks"]:
+            if a["kind"] == "attribute":
+                row["attribute"], row["attribute_bound"] = a["advantage"], a["bound"]
+            else:
+                row[SHORT[a["name"]]], row["bound"] = a["advantage"], a["bound"]
+        row["flagged"] = ", ".join(SHORT.get(a["name"], "attribute") for a in run["attacks"]
+                                   if a["above_bound"]) or "none"
+        row["risk_seconds"] = run["risk_seconds"]
+        rows[f"{run['table']}: {run['method']} at ε={run['epsilon']:g}"] = {
+            k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}
+    return rows
+
+
 def main() -> None:
     from synth.methods import FitContext, make
     from synth.privacy.budget import Budget
@@ -97,6 +120,7 @@ def main() -> None:
                 a["name"]: (round(a["advantage"], 3) if a["advantage"] is not None
                             else None, round(a["bound"], 3)) for a in run["attacks"]}),
                   flush=True)
+            results["summary"] = summarise(results["runs"])
             tmp = OUT.with_suffix(".json.tmp")
             tmp.write_text(json.dumps(results, indent=1) + "\n")
             tmp.replace(OUT)

@@ -489,10 +489,10 @@ def risk_text(attacks: list, epsilon: float, delta: float) -> str:
             lines.append(f"{a.name}: not measured ({a.detail.get('why', 'no rows')})")
             continue
         auc = f"AUC {a.auc:.3f}, " if a.auc is not None else ""
-        flag = ("  ABOVE ITS BOUND: the release is not what its ledger says"
-                if a.above_bound else "")
+        flag = (": the release is not what its ledger says" if a.above_bound else "")
         lines.append(f"{a.name}: {auc}advantage {a.advantage:.3f} (95 % "
-                     f"{a.interval[0]:.3f}–{a.interval[1]:.3f}), bound {a.bound:.3f}{flag}")
+                     f"{a.interval[0]:.3f}–{a.interval[1]:.3f}), bound {a.bound:.3f}: "
+                     f"{a.verdict}{flag}")
     return "\n".join(lines)
 
 

@@ -33,7 +33,15 @@ RISK = ("Attacks on the release, run with the rows it was made from and real row
         "correct guesses of the sensitive column) is at most (e^ε − 1 + 2δ)/(e^ε + 1) for "
         "membership. A figure under its bound shows how far these attacks get, not that no "
         "attack gets further; one above it means the release is not what its ledger says. "
-        "Chance: what the best threshold reaches on rows the release never saw (95 %).")
+        "Chance: what the best threshold reaches on rows the release never saw (95 %); a "
+        "figure within it is no evidence of any leak. Attribute inference is bounded by what "
+        "(ε, δ) allows over the held-out rows' rate of correct guesses, so its bound depends "
+        "on the column; a negative figure means the guesses were right less often for the "
+        "rows the release was made from.")
+NO_RISK = ("Not measured: the attacks need real rows the run never saw. A run that held rows "
+           "out (the app holds out a sixth of a table with a target by default) is attacked "
+           "in this report; from the command line, give synth report those rows with "
+           "--holdout.")
 STEWARD_ONLY = ("This report compares the release with the private table. Keep it with the "
                 "data; share the release report instead.")
 LEDGER_KEYS = ("budget", "entries", "total_epsilon", "total_delta")  # what the charts read
@@ -70,8 +78,7 @@ def steward_report(record: Mapping[str, Any], synthetic: pd.DataFrame, real: pd.
                     "data validity (SDMetrics' Diagnostic Report)": f"{fit.validity:.3f}"})]
     if scores and "accuracy" in scores:
         body.append(_figure(utility_chart({record.get("method", "run"): scores}, scores)))
-    if risk:
-        body += [_h("Privacy risk", 2), _p(RISK), _attacks(risk)]
+    body += [_h("Privacy risk", 2), *([_p(RISK), _attacks(risk)] if risk else [_p(NO_RISK)])]
     body += [_figure(tvd_heatmap(marginal_tvd(real, synthetic, schema))),
              *_columns(real, synthetic, schema)]
     return _page(title, body)
@@ -86,10 +93,9 @@ def _attacks(attacks: Sequence[Any]) -> str:
         f"<tr><td>{html.escape(a.name)}</td><td>{figure(a.auc)}</td>"
         f"<td>{figure(a.advantage)}</td>"
         f"<td>{figure(a.interval[0])} – {figure(a.interval[1])}</td><td>{figure(a.bound)}</td>"
-        f"<td>{figure(a.chance)}</td><td>{'ABOVE ITS BOUND' if a.above_bound else ''}</td></tr>"
-        for a in attacks)
+        f"<td>{figure(a.chance)}</td><td>{a.verdict}</td></tr>" for a in attacks)
     return ("<table><tr><th>attack</th><th>AUC</th><th>advantage</th><th>95 % interval</th>"
-            f"<th>bound</th><th>chance</th><th></th></tr>{rows}</table>")
+            f"<th>bound</th><th>chance</th><th>verdict</th></tr>{rows}</table>")
 
 
 def _columns(real: pd.DataFrame | None, synthetic: pd.DataFrame, schema: Schema) -> list[str]:

@@ -104,9 +104,20 @@ class Attack:
     above_bound: bool = False
     detail: dict = field(default_factory=dict)
 
+    @property
+    def verdict(self) -> str:
+        """The figure in a word or three, for a reader who does not compare it by hand."""
+        if math.isnan(self.advantage):
+            return "not measured"
+        if self.above_bound:
+            return "ABOVE ITS BOUND"
+        if self.chance is not None and self.advantage <= self.chance:
+            return "within chance"
+        return "under its bound"
+
     def as_dict(self) -> dict:
         """The figures as JSON holds them (a figure not measured is null)."""
-        return _plain(asdict(self))
+        return _plain(asdict(self)) | {"verdict": self.verdict}
 
 
 def _plain(value: Any) -> Any:
