@@ -159,13 +159,15 @@ if len(testable) < len(chosen):
                + ", ".join(r.name for r in chosen if r not in testable) + ".")
 if testable:
     schema = testable[0].schema
-    categorical = [c.name for c in schema if c.kind == "categorical"]
-    default = categorical.index(schema.target) if schema.target in categorical else 0
     sensitive = st.selectbox(
-        "Sensitive column (attribute inference)", categorical, index=default,
+        "Sensitive column (attribute inference)", schema.names,
+        index=schema.names.index(schema.target) if schema.target else 0,
         key=f"{state.CHOICE}compare:sensitive", persist_state="session",
-        help="The categorical column an attacker tries to guess from the others, with a tree "
-             "trained on the release (the target by default).") if categorical else None
+        help="The column an attacker tries to guess from the others, with a tree trained on "
+             "the release (the target by default); a number or a date is guessed to its "
+             "bin, one of ten equal bins over its bounds.")
+    # membership figures by run, attribute inference by run and column: another column
+    # guessed keeps the membership figures on screen
     measured = st.session_state.setdefault("risk", {})
 
     def key(r: state.Run) -> tuple:  # a run without the column guesses its own target
@@ -178,16 +180,18 @@ if testable:
 
         for r in todo:
             with state.guard(f"Attacking {r.name}"), st.status(f"Attacking {r.name}…") as box:
-                measured[key(r)] = risk(r.real, r.record.synthetic, r.held_out, r.schema,
-                                        **claimed(r.record.ledger), sensitive=key(r)[1],
-                                        progress=box.write)
+                attacks = risk(r.real, r.record.synthetic, r.held_out, r.schema,
+                               **claimed(r.record.ledger), sensitive=key(r)[1],
+                               progress=box.write)
+                measured.setdefault(r.id, [a for a in attacks if a.kind == "membership"])
+                measured[key(r)] = [a for a in attacks if a.kind != "membership"]
                 box.update(label=f"Attacked {r.name}", state="complete")
         if all(key(r) in measured for r in todo):  # a failure's message stays on screen
             st.rerun()  # the tables below, and no button for what is measured
     for r in testable:
-        attacks = measured.get(key(r))
-        if attacks is None:
+        if r.id not in measured:
             continue
+        attacks = measured[r.id] + measured.get(key(r), [])
         st.markdown(f"**{r.name}**")
         st.table(pd.DataFrame([{
             "attack": a.name, "AUC": a.auc, "advantage": a.advantage,
@@ -197,6 +201,9 @@ if testable:
         } for a in attacks]).style.format(
             dict.fromkeys(["AUC", "advantage", "bound", "chance"], "{:.3f}"), na_rep="–"),
             hide_index=True)
+        if key(r) not in measured and key(r)[1] is not None:
+            st.caption(f"Attribute inference of {key(r)[1]!r} is not measured yet: attack "
+                       "again to guess it.")
         above = [a.name for a in attacks if a.above_bound]
         if above:
             st.error(f"{', '.join(above)}: above what any (ε, δ)-DP release allows. This "
@@ -206,8 +213,8 @@ if testable:
                "threshold (membership: was this row in the table?), or, for attribute "
                "inference, how much more often a tree trained on the release guesses the "
                "sensitive column right for the rows it was made from than for rows it never "
-               "saw (negative: less often). Chance: what the best threshold reaches on rows "
-               "the release never saw, 95 % of the time; a figure within it is no evidence of "
-               "a leak. Attribute inference has no chance line: its bound, (ε, δ) applied to "
-               "the held-out rows' rate of right guesses, depends on the column. The figures "
-               "are kept for this browser session; a reload measures them again on request.")
+               "saw (negative: less often). Chance: what the figure reaches 95 % of the time on "
+               "rows the release never saw; a figure within it is no evidence of a leak. The "
+               "attribute bound is (ε, δ) applied to the held-out rows' rate of right "
+               "guesses, so it depends on the column. The figures are kept for this browser "
+               "session; a reload measures them again on request.")

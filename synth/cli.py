@@ -818,7 +818,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with --epsilon: the column of the people a guarantee protects (one "
                          "row of each is attacked)")
     rk.add_argument("--sensitive", help="the column attribute inference guesses (default: "
-                                        "the schema's target)")
+                                        "the schema's target; a number or a date is guessed "
+                                        "to its bin)")
     rk.add_argument("--json", action="store_true", help="the attacks as a JSON list")
     rk.add_argument("--quiet", action="store_true", help="no progress lines")
     data_arg(rk)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -37,9 +37,9 @@ import pandas as pd
 from synth.encoding import Discretizer, Space
 from synth.errors import ParameterError, SchemaError
 from synth.evaluation import FIDELITY_BINS, classifier
-from synth.missing import model_frame, model_schema
+from synth.missing import ABSENT, model_frame, model_schema
 from synth.quality import comparable
-from synth.schema import CATEGORICAL, Schema
+from synth.schema import CATEGORICAL, Column, Schema
 
 TARGETS = 2000  # members and held-out rows attacked, each at most
 BOOTSTRAP = 200  # resamples behind each interval
@@ -98,7 +98,8 @@ class Attack:
     bound: float
     auc: float | None = None
     auc_interval: tuple[float, float] | None = None
-    # what the best advantage reaches by chance (95 %) on rows the release never saw
+    # what the advantage reaches by chance on rows the release never saw: at most 5 % of
+    # the time above this
     chance: float | None = None
     # beyond the bound by more than sampling explains (FALSE_FLAGS over a report)
     above_bound: bool = False
@@ -141,8 +142,11 @@ class _Tables:
     release: np.ndarray
     codes: np.ndarray  # the targets' codes over FIDELITY_BINS bins
     release_codes: np.ndarray  # the release's
-    frames: tuple[pd.DataFrame, pd.DataFrame]  # targets and release in model space
-    schema: Schema  # the model schema
+    # attribute inference: the column guessed (None: none), and the targets and the release
+    # as the attacker's tree reads them, over their schema (see _guessable)
+    sensitive: str | None = None
+    frames: tuple[pd.DataFrame, pd.DataFrame] | None = None
+    schema: Schema | None = None
 
     @property
     def truth(self) -> np.ndarray:
@@ -156,23 +160,25 @@ def risk(members: pd.DataFrame, release: pd.DataFrame, holdout: pd.DataFrame,
     """Every attack on ``release`` with its bound at (``epsilon``, ``delta``): membership by
     the closest record, by a density ratio, by exact and near copies and by rare rows
     reproduced; attribute inference of ``sensitive`` (default: the schema's target; none
-    without one). ``members`` are the rows the release was made from, ``holdout`` rows of
-    the same population it never saw (no person in both); with a privacy ``unit`` column,
-    one row of each person is attacked and the reference holds other people only. ``seed``
-    picks which rows are attacked."""
-    bound = membership_bound(epsilon, delta)
+    without one; a number or a date is guessed to its bin). ``members`` are the rows the
+    release was made from, ``holdout`` rows of the same population it never saw (no person
+    in both); with a privacy ``unit`` column, one row of each person is attacked and the
+    reference holds other people only. ``seed`` picks which rows are attacked."""
+    membership_bound(epsilon, delta)  # refuses a bad ε or δ before anything is read
     target = sensitive or schema.target
-    if target is not None:  # refused before any attack runs
-        if target not in schema.names:
-            raise SchemaError(f"sensitive column {target!r} is not in the schema")
-        if schema[target].kind != CATEGORICAL:
-            raise SchemaError(f"sensitive column {target!r} must be categorical for "
-                              "attribute inference")
+    if target is not None and target not in schema.names:  # refused before any attack
+        raise SchemaError(f"sensitive column {target!r} is not in the schema")
     rng = np.random.default_rng(seed)
-    say = progress or (lambda _: None)
-    tables = _prepare(members, release, holdout, schema, unit, rng)
+    tables = _prepare(members, release, holdout, schema, unit, target, rng)
+    return _attacks(tables, epsilon, delta, rng, progress or (lambda _: None))
+
+
+def _attacks(tables: _Tables, epsilon: float, delta: float, rng: np.random.Generator,
+             say: Callable[[str], None]) -> list[Attack]:
+    """The attacks on prepared rows, in :func:`risk`'s order."""
     from sklearn.neighbors import NearestNeighbors
 
+    bound = membership_bound(epsilon, delta)
     k = min(NEIGHBOURS, len(tables.release), len(tables.reference))
     say("nearest rows of the release")
     index = NearestNeighbors(algorithm="brute").fit(tables.release)
@@ -195,14 +201,15 @@ def risk(members: pd.DataFrame, release: pd.DataFrame, holdout: pd.DataFrame,
         _membership("near copies", (near[:, 0] <= tau).astype(float), truth, bound, rng,
                     {"distance": tau, "reference_share": NEAR}),
         _rare(tables, truth, bound, rng)]
-    if target is not None:
-        say(f"attribute inference of {target!r}")
-        attacks.append(_attribute(tables, target, epsilon, delta, rng))
+    if tables.sensitive is not None:
+        say(f"attribute inference of {tables.sensitive!r}")
+        attacks.append(_attribute(tables, epsilon, delta, rng))
     return attacks
 
 
 def _prepare(members: pd.DataFrame, release: pd.DataFrame, holdout: pd.DataFrame,
-             schema: Schema, unit: str | None, rng: np.random.Generator) -> _Tables:
+             schema: Schema, unit: str | None, sensitive: str | None,
+             rng: np.random.Generator) -> _Tables:
     """Targets, reference and release in the unit space, over one schema that holds every
     category seen and bounds that cover every real value. The hold-out is cut in two by
     person (by row without a unit): targets and the reference never share one."""
@@ -232,8 +239,41 @@ def _prepare(members: pd.DataFrame, release: pd.DataFrame, holdout: pd.DataFrame
     model = model_schema(schema)
     space = Space(model)
     disc = Discretizer(model, bins=FIDELITY_BINS)
-    return _Tables(m, _unit(space, targets), _unit(space, reference), _unit(space, released),
-                   disc.codes(targets), disc.codes(released), (targets, released), model)
+    codes = disc.codes(targets), disc.codes(released)
+    tables = _Tables(m, _unit(space, targets), _unit(space, reference),
+                     _unit(space, released), *codes)
+    if sensitive is None:
+        return tables
+    guessed, frames = _guessable(schema, disc, sensitive, (targets, released), codes)
+    return replace(tables, sensitive=sensitive, frames=frames, schema=guessed)
+
+
+def _guessable(schema: Schema, disc: Discretizer, name: str,
+               frames: tuple[pd.DataFrame, pd.DataFrame],
+               codes: tuple[np.ndarray, np.ndarray]
+               ) -> tuple[Schema, tuple[pd.DataFrame, pd.DataFrame]]:
+    """The model-space frames with column ``name`` as a label a guess gets right or wrong: a
+    category as it is; a number or a date as its bin's number (FIDELITY_BINS equal bins
+    over its bounds), or "missing". An indicated column's indicator goes with it: it would
+    tell the guess where the value is missing."""
+    model = disc.schema
+    if schema[name].kind == CATEGORICAL:
+        return model, frames
+    j = model.names.index(name)
+    indicated = schema[name].missing == "indicator"
+    # bins by number: readable labels round, and two narrow bins could read alike
+    labels = np.array([*map(str, range(disc.sizes[j])), ABSENT], dtype=object)
+    out = []
+    for frame, code in zip(frames, codes, strict=True):
+        label = labels[code[:, j]]
+        if indicated:
+            label[frame[model.names[j + 1]].to_numpy() == ABSENT] = ABSENT
+        out.append(frame.drop(columns=model.names[j + 1:j + 1 + indicated])
+                   .assign(**{name: label}))
+    column = Column(name, CATEGORICAL, categories=tuple(labels), public=True)
+    columns = [column if c.name == name else c for c in model
+               if c.name not in model.names[j + 1:j + 1 + indicated]]
+    return replace(model, columns=tuple(columns)), (out[0], out[1])
 
 
 def _people(rows: pd.DataFrame, unit: str | None) -> np.ndarray:
@@ -348,17 +388,22 @@ def _rare(tables: _Tables, truth: np.ndarray, bound: float,
                        detail)
 
 
-def _attribute(tables: _Tables, target: str, epsilon: float, delta: float,
+def _attribute(tables: _Tables, epsilon: float, delta: float,
                rng: np.random.Generator) -> Attack:
-    """A depth-10 tree trained on the release guesses ``target`` from the other columns:
-    right how much more often on members than on held-out rows."""
-    schema = tables.schema
+    """A depth-10 tree trained on the release guesses the sensitive column from the other
+    columns: right how much more often on members than on held-out rows."""
+    target, schema = tables.sensitive, tables.schema
+    name = f"attribute inference of {target!r}"
+    bound = attribute_bound(epsilon, delta, 0.0)
+    if len(schema.names) == 1:
+        return Attack(name, "attribute", math.nan, (math.nan, math.nan), bound,
+                      detail={"why": "no other column to guess it from"})
     rows, release = tables.frames
     if release[target].nunique() > 1:
         model = classifier(schema, target).fit(release.drop(columns=target), release[target])
         right = (model.predict(rows.drop(columns=target)) == rows[target].to_numpy()
                  ).astype(float)
-    else:  # one class released: the guess is that class
+    else:  # one value released: the guess is that value
         right = (rows[target].to_numpy() == release[target].iloc[0]).astype(float)
     truth = tables.truth
     inside, outside = right[truth], right[~truth]
@@ -371,7 +416,10 @@ def _attribute(tables: _Tables, target: str, epsilon: float, delta: float,
              for part in (inside, outside)]
     high = min(1.0, base + slack[1])
     flagged = rate - slack[0] > high + attribute_bound(epsilon, delta, high)
-    return Attack(f"attribute inference of {target!r}", "attribute", rate - base,
-                  _interval(draws), attribute_bound(epsilon, delta, base),
+    # by Hoeffding, the members' rate exceeds the held-out rows' by more than this at most
+    # 5 % of the time where both guess alike: the reach of a membership attack's chance line
+    chance = margin(len(inside), len(outside), 0.05)
+    return Attack(name, "attribute", rate - base,
+                  _interval(draws), attribute_bound(epsilon, delta, base), chance=chance,
                   above_bound=flagged,
                   detail={"member_accuracy": rate, "holdout_accuracy": base})

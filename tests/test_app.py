@@ -591,6 +591,16 @@ def test_compare_page_shows_every_chosen_run(app):
         assert "attribute inference of 'income'" in set(found["attack"])
         assert set(found["verdict"]) <= {"under its bound", "within chance", "not measured"}
     assert not any(b.label.startswith("Attack ") for b in app.button)  # all measured
+    # another column guessed: the membership figures stay, a number is guessed to its bin
+    next(s for s in app.selectbox if s.label.startswith("Sensitive")).set_value("age").run()
+    assert len([t for t in app.table[tables:] if "verdict" in t.value.columns]) == 2
+    assert "Attribute inference of 'age' is not measured yet" in texts(app)
+    button(app, "Attack 2 releases").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    attacked = [t.value for t in app.table[tables:] if "verdict" in t.value.columns]
+    assert [list(found["attack"]).count("attribute inference of 'age'") for found in attacked
+            ] == [1, 1]
+    assert not any("attribute inference of 'income'" in set(f["attack"]) for f in attacked)
 
 
 def restart():
