@@ -159,9 +159,10 @@ if len(testable) < len(chosen):
                + ", ".join(r.name for r in chosen if r not in testable) + ".")
 if testable:
     schema = testable[0].schema
+    columns = list(dict.fromkeys(n for r in testable for n in r.schema.names))
     sensitive = st.selectbox(
-        "Sensitive column (attribute inference)", schema.names,
-        index=schema.names.index(schema.target) if schema.target else 0,
+        "Sensitive column (attribute inference)", columns,
+        index=columns.index(schema.target) if schema.target else 0,
         key=f"{state.CHOICE}compare:sensitive", persist_state="session",
         help="The column an attacker tries to guess from the others, with a tree trained on "
              "the release (the target by default); a number or a date is guessed to its "
@@ -201,9 +202,16 @@ if testable:
         } for a in attacks]).style.format(
             dict.fromkeys(["AUC", "advantage", "bound", "chance"], "{:.3f}"), na_rep="–"),
             hide_index=True)
+        if key(r)[1] != sensitive:
+            st.caption(f"{r.name} has no column {sensitive!r}: "
+                       + (f"its target {key(r)[1]!r} is guessed instead." if key(r)[1]
+                          else "no column is guessed."))
         if key(r) not in measured and key(r)[1] is not None:
             st.caption(f"Attribute inference of {key(r)[1]!r} is not measured yet: attack "
                        "again to guess it.")
+        if any(a.chance is not None and a.bound < a.chance for a in attacks):
+            st.caption("At this ε some bounds lie below chance: with this many rows, no "
+                       "figure can show a leak beyond such a bound.")
         above = [a.name for a in attacks if a.above_bound]
         if above:
             st.error(f"{', '.join(above)}: above what any (ε, δ)-DP release allows. This "
@@ -213,8 +221,12 @@ if testable:
                "threshold (membership: was this row in the table?), or, for attribute "
                "inference, how much more often a tree trained on the release guesses the "
                "sensitive column right for the rows it was made from than for rows it never "
-               "saw (negative: less often). Chance: what the figure reaches 95 % of the time on "
-               "rows the release never saw; a figure within it is no evidence of a leak. The "
-               "attribute bound is (ε, δ) applied to the held-out rows' rate of right "
-               "guesses, so it depends on the column. The figures are kept for this browser "
-               "session; a reload measures them again on request.")
+               "saw (negative: less often); a number or a date is guessed to its bin, one of "
+               "ten equal bins over its bounds. AUC: the chance a member scores above a "
+               "held-out row (0.5: a coin; attribute inference has none). Chance: on rows the "
+               "release never saw, a figure stays below it 95 % of the time; it depends only "
+               "on how many rows are attacked, and a figure within it is no evidence of a "
+               "leak. The attribute bound is the most (ε, δ) lets a member's rate of right "
+               "guesses exceed the held-out rows' rate, so it depends on the column. The "
+               "figures are kept for this browser session; a reload measures "
+               "them again on request.")

@@ -33,8 +33,8 @@ RISK = ("Attacks on the release, run with the rows it was made from and real row
         "correct guesses of the sensitive column) is at most (e^ε − 1 + 2δ)/(e^ε + 1) for "
         "membership. A figure under its bound shows how far these attacks get, not that no "
         "attack gets further; one above it means the release is not what its ledger says. "
-        "Chance: what a figure reaches on rows the release never saw, 95 % of the time; a "
-        "figure within it is no evidence of any leak. Attribute inference is bounded by what "
+        "Chance: on rows the release never saw, a figure stays below it 95 % of the time; "
+        "a figure within it is no evidence of any leak. Attribute inference is bounded by what "
         "(ε, δ) allows over the held-out rows' rate of correct guesses, so its bound depends "
         "on the column; a negative figure means the guesses were right less often for the "
         "rows the release was made from.")
