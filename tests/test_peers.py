@@ -109,12 +109,26 @@ def test_aim_spends_exactly_its_share_in_data_dependent_rounds(small):
     assert live and live[-1].metrics["budget_spent"] == pytest.approx(1.0)
 
 
-def test_the_models_marginals_are_private_pgms(small):
+@pytest.mark.parametrize("name", ["mst", "aim"])
+def test_the_models_marginals_are_private_pgms(small, name):
+    """Ours by contraction, and those the fit carries (from its warm starts' marginals in
+    numpy, step after step), against private-pgm's oracle on the fitted potentials."""
+    import mbi
+
     frame, schema = small
-    model = make("mst", {"iterations": 100}).fit(frame, schema, Budget(1.0, 1e-5)).model_
+    params = {"iterations": 100} if name == "mst" else METHODS[name].quick
+    model = make(name, params).fit(frame, schema, Budget(1.0, 1e-5)).model_
+    potentials = model.fitted.potentials
+    oracle = mbi.marginal_oracles.default_oracle(potentials.cliques, model.domain,
+                                                 has_constraints=False)
+    field = mbi.MarkovRandomField(potentials=potentials, marginals=oracle(potentials, model.total),
+                                  total=model.total)
+    for clique in potentials.cliques:  # the marginals the sampler is handed
+        assert np.allclose(np.asarray(model.field().marginals[clique].values),
+                           np.asarray(field.marginals[clique].values), rtol=1e-8, atol=1e-8)
     for columns in ((0, 1), (1, 4), (2, 5), (3,)):
         ours = model.marginal(columns)
-        theirs = np.asarray(model.field().project(
+        theirs = np.asarray(field.project(
             tuple(model.names[j] for j in columns)).datavector(flatten=True))
         assert np.allclose(ours, theirs, rtol=1e-8, atol=1e-8)
         assert ours.sum() == pytest.approx(len(frame))  # the public n is the model's total
@@ -323,6 +337,32 @@ def test_a_warm_start_is_carried_over_as_mbi_carries_it(data):
         assert ours[c].domain == theirs[c].domain, c
         assert (mine.dtype, mine.weak_type) == (its.dtype, its.weak_type), c  # one program
         assert np.array_equal(np.asarray(mine), np.asarray(its)), c  # the same sums
+
+
+def test_a_fit_takes_private_pgms_own_steps():
+    """Carrying the marginals from step to step changes no iterate: from zero potentials,
+    three blocks of steps end where private-pgm's own mirror descent ends (later, once the
+    line search has shrunk its step to nothing at the optimum, a float's tie can accept a
+    step one way and not the other)."""
+    import mbi
+
+    from synth.methods import pgm
+
+    rng = np.random.default_rng(3)
+    sizes = (3, 4, 5, 6)
+    measured = [pgm.Measurement((j,), rng.random(s) * 100, 5.0) for j, s in enumerate(sizes)]
+    measured += [pgm.Measurement((0, 1), rng.random(12) * 30, 5.0),
+                 pgm.Measurement((1, 2), rng.random(20) * 30, 2.0)]
+    model = pgm.Model(sizes, 1000)
+    model.estimate(measured, 150, lambda done, total: None)
+    loss = [mbi.LinearMeasurement(m.counts, m.columns, stddev=m.sigma) for m in measured]
+    theirs = mbi.estimation.MirrorDescent().estimate(model.domain, loss, known_total=1000,
+                                                     iters=150)
+    for clique in theirs.potentials.cliques:
+        assert np.allclose(np.asarray(model.fitted.potentials[clique].values),
+                           np.asarray(theirs.potentials[clique].values), rtol=1e-9, atol=1e-9)
+        assert np.allclose(np.asarray(model.fitted.mu[clique].values),
+                           np.asarray(theirs.marginals[clique].values), rtol=1e-9, atol=1e-9)
 
 
 def test_a_fit_compiles_once_per_model_structure(caplog):

@@ -58,17 +58,18 @@ def _descent() -> type:
       annealed its budget away in a few rounds (issue 51).
     * **Compiled once per model structure**: mbi computes the model's marginals eagerly
       before the first step and after the last, a dozen small programs compiled afresh for
-      each new structure. The first step computes them anyway; the fit ends at its state
-      (potentials and step), and the marginals are worked out only where rows are drawn
-      (:meth:`Model.field`). The start is typed as the steps' own state, so that every
+      each new structure. Here the start's come from numpy (below) and the fit ends at its
+      state (potentials, their marginals and step), which :meth:`Model.field` hands to
+      mbi's sampler as they are. The start is typed as the steps' own state, so that every
       block of a fit, and a later fit of the same structure (AIM's final estimate after its
       last refit), runs the one compiled program.
     * **One marginal oracle a step**: mbi works out the marginals of the step's start, then
       of its trial point for the line search; the trial's are the next start's when the
       step is accepted, and the start's stay when it is not, so the state carries them and
-      each step runs the oracle once: half the program to compile and half the work a step.
-      A fit starts from the marginals of the model it resumes (:meth:`Model.marginal`,
-      exact, in numpy), or uniform ones from zero potentials.
+      each step runs the oracle once: half the program to compile and half the work a step
+      (the same iterates, to float precision). A fit starts from the marginals of the
+      model it resumes (:meth:`Model.marginal`, exact, in numpy), or uniform ones from
+      zero potentials.
     * **Compiled quickly** (:data:`COMPILER`: XLA's lowest backend optimisation, without
       its CPU fusion emitters): compiling is most of a fit's time (AIM compiles one program
       per round). On 2 cores a 20-column model's program compiled in 5.8 s against 10.4 s
@@ -211,18 +212,14 @@ class Model:
         self._factors = self._field = None
 
     def field(self):
-        """The fitted model as mbi's MarkovRandomField, with its marginals (worked out once
-        per fit, by mbi's own oracle for the structure): to draw rows or project."""
+        """The fitted model as mbi's MarkovRandomField: to draw rows or project. Its
+        marginals are the fit's last state's, which :func:`_descent` keeps as its
+        potentials' own, so no oracle runs for them."""
         if self.fitted is None:
             raise Cancelled("the model has not been fitted")
         if self._field is None:
-            mbi = _mbi()
-            potentials = self.fitted.potentials
-            oracle = mbi.marginal_oracles.default_oracle(potentials.cliques, self.domain,
-                                                         has_constraints=False)
-            self._field = mbi.MarkovRandomField(
-                potentials=potentials, marginals=oracle(potentials, self.total),
-                total=self.total)
+            self._field = _mbi().MarkovRandomField(
+                potentials=self.fitted.potentials, marginals=self.fitted.mu, total=self.total)
         return self._field
 
     def marginal(self, columns: Sequence[int]) -> np.ndarray:
