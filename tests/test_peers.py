@@ -121,8 +121,8 @@ def test_the_models_marginals_are_private_pgms(small, name):
     potentials = model.fitted.potentials
     oracle = mbi.marginal_oracles.default_oracle(potentials.cliques, model.domain,
                                                  has_constraints=False)
-    field = mbi.MarkovRandomField(potentials=potentials, marginals=oracle(potentials, model.total),
-                                  total=model.total)
+    field = mbi.MarkovRandomField(potentials=potentials, total=model.total,
+                                  marginals=oracle(potentials, model.total))
     for clique in potentials.cliques:  # the marginals the sampler is handed
         assert np.allclose(np.asarray(model.field().marginals[clique].values),
                            np.asarray(field.marginals[clique].values), rtol=1e-8, atol=1e-8)
