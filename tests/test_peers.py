@@ -339,6 +339,35 @@ def test_a_warm_start_is_carried_over_as_mbi_carries_it(data):
         assert np.array_equal(np.asarray(mine), np.asarray(its)), c  # the same sums
 
 
+def test_a_warm_start_begins_at_the_resumed_models_marginals():
+    """A refit's first step starts from the resumed model's marginals over the new cliques
+    (worked out in numpy): private-pgm's oracle on the carried-over potentials gives the
+    same, for a clique out of column order, of unequal sizes, across two parts."""
+    from synth.methods import pgm
+
+    mbi = pgm._mbi()
+    rng = np.random.default_rng(4)
+    sizes = (3, 4, 5, 2)
+    measured = [pgm.Measurement((j,), rng.random(s) * 100, 5.0) for j, s in enumerate(sizes)]
+    measured += [pgm.Measurement((0, 1), rng.random(12) * 30, 5.0),
+                 pgm.Measurement((2, 3), rng.random(10) * 30, 5.0)]
+    model = pgm.Model(sizes, 1000)
+    model.estimate(measured, 100, lambda done, total: None)  # two parts: {0, 1} and {2, 3}
+    measured.append(pgm.Measurement((3, 1), rng.random(8) * 30, 5.0))
+    loss = mbi.marginal_loss.from_linear_measurements(
+        [mbi.LinearMeasurement(m.counts, m.columns, stddev=m.sigma) for m in measured],
+        model.domain)
+    start = pgm._descent()()._init(model.domain, loss, 1000.0,
+                                   warm_start=(model.fitted, model.marginal))
+    oracle = mbi.marginal_oracles.default_oracle(loss.cliques, model.domain,
+                                                 has_constraints=False)
+    theirs = oracle(start.potentials, 1000.0)
+    assert (3, 1) in loss.cliques
+    for clique in loss.cliques:
+        assert np.allclose(np.asarray(start.mu[clique].values),
+                           np.asarray(theirs[clique].values), rtol=1e-9, atol=1e-9), clique
+
+
 def test_a_fit_takes_private_pgms_own_steps():
     """Carrying the marginals from step to step changes no iterate: from zero potentials,
     three blocks of steps end where private-pgm's own mirror descent ends (later, once the

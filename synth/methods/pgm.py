@@ -185,7 +185,7 @@ class Model:
         self.names = tuple(range(len(self.sizes)))
         self.domain = mbi.Domain(self.names, self.sizes)
         self.total = float(total)
-        self.fitted = None  # the optimiser's last state: potentials and step size
+        self.fitted = None  # the optimiser's last state: potentials, marginals, step size
         # per connected part of the model's graph, its potentials as einsum operands
         self._factors: dict[int, tuple[list[str], list[np.ndarray]]] | None = None
         self._part: list[int] = []  # each column's part
