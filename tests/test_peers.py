@@ -339,6 +339,24 @@ def test_a_warm_start_is_carried_over_as_mbi_carries_it(data):
         assert np.array_equal(np.asarray(mine), np.asarray(its)), c  # the same sums
 
 
+def _noisy(seed: int, sizes: tuple[int, ...], pairs: list[tuple[int, int]]) -> list:
+    """Made-up measurements for a model over columns of ``sizes``: every column's counts,
+    then each pair's."""
+    from synth.methods import pgm
+
+    rng = np.random.default_rng(seed)
+    return ([pgm.Measurement((j,), rng.random(s) * 100, 5.0) for j, s in enumerate(sizes)]
+            + [pgm.Measurement(p, rng.random(sizes[p[0]] * sizes[p[1]]) * 30, 5.0)
+               for p in pairs])
+
+
+def _linear(measured: list) -> list:
+    """The measurements as private-pgm's own."""
+    import mbi
+
+    return [mbi.LinearMeasurement(m.counts, m.columns, stddev=m.sigma) for m in measured]
+
+
 def test_a_warm_start_begins_at_the_resumed_models_marginals():
     """A refit's first step starts from the resumed model's marginals over the new cliques
     (worked out in numpy): private-pgm's oracle on the carried-over potentials gives the
@@ -346,17 +364,12 @@ def test_a_warm_start_begins_at_the_resumed_models_marginals():
     from synth.methods import pgm
 
     mbi = pgm._mbi()
-    rng = np.random.default_rng(4)
     sizes = (3, 4, 5, 2)
-    measured = [pgm.Measurement((j,), rng.random(s) * 100, 5.0) for j, s in enumerate(sizes)]
-    measured += [pgm.Measurement((0, 1), rng.random(12) * 30, 5.0),
-                 pgm.Measurement((2, 3), rng.random(10) * 30, 5.0)]
+    measured = _noisy(4, sizes, [(0, 1), (2, 3)])
     model = pgm.Model(sizes, 1000)
     model.estimate(measured, 100, lambda done, total: None)  # two parts: {0, 1} and {2, 3}
-    measured.append(pgm.Measurement((3, 1), rng.random(8) * 30, 5.0))
-    loss = mbi.marginal_loss.from_linear_measurements(
-        [mbi.LinearMeasurement(m.counts, m.columns, stddev=m.sigma) for m in measured],
-        model.domain)
+    measured += _noisy(5, sizes, [(3, 1)])[len(sizes):]
+    loss = mbi.marginal_loss.from_linear_measurements(_linear(measured), model.domain)
     start = pgm._descent()()._init(model.domain, loss, 1000.0,
                                    warm_start=(model.fitted, model.marginal))
     oracle = mbi.marginal_oracles.default_oracle(loss.cliques, model.domain,
@@ -377,16 +390,12 @@ def test_a_fit_takes_private_pgms_own_steps():
 
     from synth.methods import pgm
 
-    rng = np.random.default_rng(3)
     sizes = (3, 4, 5, 6)
-    measured = [pgm.Measurement((j,), rng.random(s) * 100, 5.0) for j, s in enumerate(sizes)]
-    measured += [pgm.Measurement((0, 1), rng.random(12) * 30, 5.0),
-                 pgm.Measurement((1, 2), rng.random(20) * 30, 2.0)]
+    measured = _noisy(3, sizes, [(0, 1), (1, 2)])
     model = pgm.Model(sizes, 1000)
     model.estimate(measured, 150, lambda done, total: None)
-    loss = [mbi.LinearMeasurement(m.counts, m.columns, stddev=m.sigma) for m in measured]
-    theirs = mbi.estimation.MirrorDescent().estimate(model.domain, loss, known_total=1000,
-                                                     iters=150)
+    theirs = mbi.estimation.MirrorDescent().estimate(model.domain, _linear(measured),
+                                                     known_total=1000, iters=150)
     for clique in theirs.potentials.cliques:
         assert np.allclose(np.asarray(model.fitted.potentials[clique].values),
                            np.asarray(theirs.potentials[clique].values), rtol=1e-9, atol=1e-9)
