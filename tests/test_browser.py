@@ -146,6 +146,28 @@ def wait_while_progressing(page, done, what: str, on_change=None) -> list[list[s
     return seen
 
 
+def unfold(within, label: str, content) -> None:
+    """Open the folded section titled ``label`` and wait for ``content`` in it. A click that
+    lands while the page is still being drawn can be undone when the section is drawn again,
+    so a section found folded is clicked open again until ``content`` shows; an open one is
+    never clicked (that would fold it)."""
+    from playwright.sync_api import TimeoutError as Timeout
+
+    title = within.get_by_text(label, exact=False).first
+    folded = title.locator("xpath=ancestor::*[@data-testid='stExpander'][1]").get_by_test_id(
+        "stExpanderDetails")
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while True:
+        if folded.get_attribute("inert") is not None:
+            title.click()
+        try:
+            content.wait_for(state="visible", timeout=10_000)
+            return
+        except Timeout:
+            assert time.monotonic() < deadline, (
+                f"the section {label!r} did not show its content within {WAIT_MS // 1000} s")
+
+
 def test_the_tests_start_the_server_as_make_app_does():
     """The browser tests and benchmarks run ``make app``'s command, adding only where to
     listen: the same settings, from the same config file."""
@@ -269,8 +291,8 @@ def test_a_live_dp_select_run_then_a_cancelled_one(page):
     page.get_by_test_id("stMain").get_by_test_id("stSelectbox").first.click()
     page.get_by_role("option", name="DP-Select").click()
     page.get_by_text("(DP-Select, ε = 1)", exact=False).wait_for()  # the page has rerun
-    page.get_by_text("How the budget is spent", exact=False).click()  # the mechanisms, folded
-    page.locator("code").get_by_text("ε per selection").wait_for()  # the selection's preview
+    unfold(page, "How the budget is spent",  # the mechanisms, folded; the selection's preview
+           page.locator("code").get_by_text("ε per selection"))
 
     def set_epochs(value: int) -> None:
         epochs = page.get_by_label("Training epochs", exact=True)
@@ -330,8 +352,8 @@ def test_the_panel_sample_protects_each_person_through_to_the_ledger(page):
     page.get_by_text("1,500 people; at most 2 rows each", exact=False).wait_for()
     shot(page, "unit.png")
     page.get_by_role("link", name="Synthesize").click()
-    page.get_by_text("How the budget is spent", exact=False).click()  # the mechanisms, folded
-    page.get_by_text("Laplace count", exact=False).first.wait_for()
+    unfold(page, "How the budget is spent",  # the mechanisms, folded
+           page.get_by_text("Laplace count", exact=False).first)
     page.get_by_role("button", name="Run", exact=True).click()
     page.get_by_role("button", name="Spend and run").click()
     wait_while_progressing(page, page.get_by_text("1 finished run of this table"),
@@ -492,8 +514,8 @@ def test_a_server_file_is_read_by_path_and_a_bad_path_keeps_the_data(tmp_path):
            "SYNTH_DATA_ROOT": str(tmp_path)}
     with app_server(env) as (url, _), browsing(url) as page:
         sidebar = page.get_by_test_id("stSidebar")
-        sidebar.get_by_text("A larger file on this server").click()
         path = page.get_by_label("Path on this server", exact=True)
+        unfold(sidebar, "A larger file on this server", path)
         path.fill("/etc/passwd")
         path.press("Enter")
         page.get_by_role("button", name="Read it").click()
@@ -504,7 +526,8 @@ def test_a_server_file_is_read_by_path_and_a_bad_path_keeps_the_data(tmp_path):
         page.get_by_role("button", name="Read it").click()
         page.get_by_text("parts: 5,000 rows", exact=False).first.wait_for()
         sidebar.get_by_text(str(tmp_path / "parts"), exact=False).wait_for()
-        page.get_by_text("Edit a column, or load a schema file").click()  # the public schema
+        unfold(page, "Edit a column, or load a schema file",  # the public schema
+               page.get_by_label("Column to edit", exact=True))
         page.get_by_test_id("stMain").locator("input[type=file]").set_input_files(
             str(sample_paths()[1]))
         page.get_by_text(re.compile("proposals? read from the table")).wait_for(state="detached")
@@ -526,8 +549,8 @@ def test_the_account_outlives_the_server_and_choices_outlive_navigation(tmp_path
     env = {**os.environ, "SYNTH_HOME": str(tmp_path)}
     with app_server(env) as (url, _), browsing(url) as page:
         page.get_by_text("(no limit set)", exact=False).wait_for()
-        page.get_by_test_id("stSidebar").get_by_text("Lifetime limit").click()
         limit = page.get_by_label("Most ε all runs on this table may spend", exact=True)
+        unfold(page.get_by_test_id("stSidebar"), "Lifetime limit", limit)
         limit.fill("3")
         limit.press("Enter")
         page.get_by_role("button", name="Set the limit").click()

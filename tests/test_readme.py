@@ -78,10 +78,12 @@ def test_the_private_domain_walkthrough_runs_as_printed_and_learns_the_bounds(tm
         f"{commands['evaluate']} --json", shell=True, cwd=tmp_path, capture_output=True,
         text=True, timeout=600, check=True,
         env={**os.environ, "SYNTH_HOME": str(tmp_path)}).stdout)
-    # SDMetrics' quality counts only pairs with a real trend, which independent columns miss
-    # (0.84 on this run): its shapes, what learned bounds could spoil, stay near 1
-    # (1-way TVD 0.054 seen once: noise, and the domain share the bounds took)
-    assert figures["tvd1"] < 0.06 and figures["column_shapes"] > 0.95, figures
-    # 0.80–0.84 over 13 runs; lower where an upper end overshot (age learned up to 304 in
-    # one: κ = 2 keeps heavy tails and lets an end land an octave or two past the data)
+    # SDMetrics' quality counts only pairs with a real trend, which independent columns miss:
+    # its shapes, what learned bounds could spoil, stay near 1. Over 100 runs of these
+    # commands: 1-way TVD 0.018–0.055 (median 0.025; one CI run 0.074), shapes 0.944–0.981,
+    # quality 0.78–0.84; the worst where an upper end overshot (hours learned up to 664 against
+    # the data's 99: κ = 2 keeps heavy tails and lets an end land an octave or two past the
+    # data). The limits sit well outside that spread, and a bound cut inside the bulk fails
+    # them (hours declared 0–30, 88 % of the release at the bound: shapes 0.91, TVD 0.085)
+    assert figures["tvd1"] < 0.1 and figures["column_shapes"] > 0.92, figures
     assert figures["quality"] > 0.75, figures
