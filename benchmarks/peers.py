@@ -6,7 +6,8 @@ and 2-way TVD against the train split, and the decision tree's and logistic regr
 accuracy on the test sixth; medians with min–max per (method, ε). Each run is its own
 process, so peak memory is the run's own. ``--table`` runs the same on another table of
 benchmarks/tables.py (the rows a run in the app synthesizes, bounds learned where the table
-declares none; utility where it has a target), kept under ``tables``. Results merge into
+declares none, each person protected where it has people; utility where it has a target),
+kept under ``tables``. Results merge into
 benchmarks/results/peers.json run by run (a rerun of some cells keeps the others, and runs of
 several tables at once each keep theirs).
 
@@ -47,7 +48,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from benchmarks.tables import TABLES, train_test  # noqa: E402
+from benchmarks.tables import TABLES, train_test, unit  # noqa: E402
 
 OUT = REPO / "benchmarks/results/peers.json"
 DELTA = 1e-5
@@ -73,7 +74,7 @@ def one(method: str, epsilon: float, seed: int, table: str = "adult") -> dict:
 
     train, test, schema = train_test(table)
     started = time.perf_counter()
-    model = make(method).fit(train, schema, Budget(epsilon, DELTA),
+    model = make(method).fit(train, schema, Budget(epsilon, DELTA, unit=unit(table)),
                              FitContext(postprocessing_seed=seed))
     seconds = time.perf_counter() - started
     synthetic = model.sample()

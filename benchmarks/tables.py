@@ -2,6 +2,9 @@
 
 * ``adult``: ../shared/data/adult.csv with the protocol's codebook schema;
 * ``census``: the bundled sample with its schema;
+* ``panel``: the bundled person-month sample with its schema, protected per person as the
+  app protects it by default (``UNITS``: ``person_id``, at most 3 rows each); whole people are
+  held out, a fixed draw (``default_rng(0)``) so every run reads the same rows;
 * ``bank`` (45,000 rows) and ``churn`` (7,000 rows, 20 columns): scripts/make_bank_data.py
   and scripts/make_churn_data.py. Bank's bounds are learned (no codebook, categories public);
   churn keeps its codebook's bounds: a stand-in at ε = 0.1 or 0.2 cannot learn its three
@@ -24,10 +27,12 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 if TYPE_CHECKING:
+    from synth.privacy.unit import PrivacyUnit
     from synth.schema import Schema
 
 REPO = Path(__file__).resolve().parent.parent
-TABLES = ("adult", "census", "bank", "churn", "churn-learned", "timetable")
+TABLES = ("adult", "census", "panel", "bank", "churn", "churn-learned", "timetable")
+UNITS = {"panel": ("person_id", 3)}  # table → (unit column, k), as the app declares it
 # table → (script, rows, the script's function giving the declared schema)
 GENERATED = {"bank": ("make_bank_data", 45_000, "categories_public"),
              "churn": ("make_churn_data", 7_000, "public_schema"),
@@ -48,8 +53,8 @@ def table(name: str):
     from synth.protocol import adult_schema
     from synth.schema import Schema
 
-    if name == "census":
-        return load_sample("census")
+    if name in ("census", "panel"):
+        return load_sample(name)
     if name == "adult":
         rows = read_table(REPO.parent / "shared/data/adult.csv")
         return rows, adult_schema(rows)
@@ -64,10 +69,19 @@ def table(name: str):
     raise SystemExit(f"unknown table {name!r}; choose from {TABLES}")
 
 
+def unit(name: str) -> PrivacyUnit:
+    """Whom a run on benchmark table ``name`` protects: a person where the table has one."""
+    from synth.privacy.unit import PrivacyUnit
+
+    return PrivacyUnit(*UNITS[name]) if name in UNITS else PrivacyUnit()
+
+
 def train_test(name: str) -> tuple[pd.DataFrame, pd.DataFrame | None, Schema]:
     """(rows to synthesize, held-out test rows or None, schema), as a run in the app splits
     them (Adult: the protocol's train split alone, DESIGN.md's measuring protocol). The rows
     are as read: a fit prepares them, once (a clock time prepared is no longer HHMM)."""
+    import numpy as np
+
     from synth.protocol import protocol_split
     from synth.runs import split
 
@@ -75,5 +89,5 @@ def train_test(name: str) -> tuple[pd.DataFrame, pd.DataFrame | None, Schema]:
     if name == "adult":
         train, _, test = protocol_split(rows)
     else:
-        train, test = split(rows, schema)
+        train, test = split(rows, schema, unit=unit(name), rng=np.random.default_rng(0))
     return train, test, schema

@@ -437,3 +437,29 @@ def test_a_fit_compiles_once_per_model_structure(caplog):
     assert refit.get("jit(_multi_step)") == 1, refit  # a new structure: its program
     assert sum(refit.values()) - 1 <= len(sizes), refit  # at most a copy per new shape
     assert fit(300) == {}  # the final estimate: six blocks on the refit's program
+
+
+def test_aim_gives_a_number_no_more_cells_than_its_noise_leaves():
+    """On the person-month panel (k = 3) a 1-way count has σ near a hundred: a number gets at
+    most k·U/σ cells (public facts, the same in the plan and the fit), where it had one per
+    value; with a large ε the cap is past every column's width and changes nothing."""
+    from synth.data import load_sample
+
+    frame, schema = load_sample("panel")
+    unit = PrivacyUnit("person_id", 3)
+    people = frame["person_id"].nunique()
+    columns = list(schema)
+    numbers = [j for j, c in enumerate(columns) if c.kind == "numeric"]
+    full = [int(columns[j].upper - columns[j].lower) + 1 for j in numbers]  # integers
+    for epsilon, capped in ((1.0, True), (50.0, False)):
+        model = make("aim", METHODS["aim"].quick | {"exact_integers": 128, "bins": 32}).fit(
+            frame, schema, Budget(epsilon, 1e-5, unit=unit))
+        one_way = next(e.event for e in model.ledger_.entries if e.stage == "measure")
+        cells = int(3 * people / one_way.sigma)
+        widths = [int(model.discretizer_.sizes[j]) for j in numbers]
+        # a column of more values than the cap is binned, in at most min(bins, cap) bins
+        assert widths == ([w if w <= cells else min(32, cells) for w in full] if capped
+                          else full), (cells, widths)
+        assert (cells < max(full)) == capped
+        said = " ".join(step.meaning for step in model.plan_.steps)
+        assert (f"a number in at most {cells} cells" in said) == capped, said

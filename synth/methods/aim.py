@@ -16,6 +16,13 @@ Only candidates that keep the model's junction tree under a limit growing with t
 spent are eligible. The rounds stop when the budget is spent; the last one takes whatever is
 left, so the total is exactly the stage's.
 
+A number gets at most n/σ cells, σ the 1-way noise: beyond that a cell holds fewer rows on
+average than its noise, the marginal is noise and no round can afford to measure it again.
+It is a rule of public facts (n, or k·U per person, and the budget), so the plan shows it.
+On the person-month panel (k = 3, 1,250 people) at ε = 1, age's 75 and hours' 100 values
+with a cell each gave a median 2-way TVD of 0.205, level with independent columns; in at
+most n/σ = 30 cells, 0.169 (nine seeds each; MST 0.200).
+
 Privacy (zCDP, replace-one with n public): a replaced record moves two cells of a marginal by
 1 (k for a unit of up to k rows): Δ₂ = k·√2 per marginal (k·√(2d) for the d stacked 1-way
 marginals) and a quality moves by at most 2k·max w_r. With ρ from the stage's (ε, δ) and T =
@@ -78,7 +85,8 @@ class AIM(Synthesizer):
     max_cells : the largest graphical model, in cells of its junction tree.
     round_iterations : mirror-descent steps after each measurement (warm-started).
     iterations : mirror-descent steps of the final model.
-    bins, exact_integers : how numbers become codes (:data:`synth.encoding.BINS`).
+    bins, exact_integers : how numbers become codes (:data:`synth.encoding.BINS`); both at
+        most n/σ, σ the 1-way noise.
     """
 
     name = "aim"
@@ -164,9 +172,13 @@ class AIM(Synthesizer):
         one_way = measurement_event(histogram_l2(d, k), ALPHA * per_round * d)
         check_audible(one_way.sigma / population.units, budget.allowance(MEASURE)[0])
         first = measurement_event(histogram_l2(1, k), ALPHA * per_round)
+        cells = max(2, int(population.public().rows / one_way.sigma))  # for each number
+        capped = (f"; a number in at most {cells} cells, as many as its noise leaves worth "
+                  "counting" if cells < max(self.bins, self.exact_integers) else "")
         return Recipe((
             Step(MEASURE, one_way, mechanism="Gaussian, zCDP",
-                 meaning=f"every column's counts within ±{figure(one_way.sigma)} rows (1 σ)"),
+                 meaning=f"every column's counts within ±{figure(one_way.sigma)} rows "
+                         f"(1 σ){capped}"),
             Step(MEASURE, None, exact=False,
                  waits="AIM's annealing (how many rounds depends on the data)",
                  mechanism="exponential + Gaussian, zCDP, adaptive", scale=describe(first),
@@ -174,14 +186,15 @@ class AIM(Synthesizer):
                          "at first, halving the noise whenever the model stops improving, "
                          f"until ρ = {rho:.3g} is spent (how many rounds depends on the "
                          "data)")),
-            {"rho": rho, "one_way": one_way, "per_round": per_round},
+            {"rho": rho, "one_way": one_way, "per_round": per_round, "cells": cells},
             seconds=1.0 + 2.5 * self.iterations / 1000 + 4e-7 * n * d
             + 0.2 * d * n ** 0.2 * self.round_iterations / 50 + draw_seconds(n, d))
 
     # ---- the fit ----------------------------------------------------------------------
 
     def _fit(self, data: Chunks, schema: Schema, recipe: Recipe, ctx: FitContext) -> None:
-        disc = Discretizer(schema, bins=self.bins, exact_integers=self.exact_integers)
+        disc = Discretizer(schema, bins=min(self.bins, recipe["cells"]),
+                           exact_integers=min(self.exact_integers, recipe["cells"]))
         sizes, d, k = disc.sizes, len(schema), self.population_.max_rows
         rho, one_way, per_round = recipe["rho"], recipe["one_way"], recipe["per_round"]
         chosen, weights = candidates(d, self.degree)
