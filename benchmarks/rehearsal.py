@@ -68,16 +68,20 @@ def scored(runs: list[dict]) -> dict:
     recommended method's real median against the best one's."""
     from scipy.stats import spearmanr
 
-    methods = [m for m in runs[0]["real"]
-               if all(r["real"][m] is not None and r["predicted"][m] is not None for r in runs)]
-    real = {m: statistics.median(r["real"][m] for r in runs) for m in methods}
-    best = min(methods, key=real.get)
+    real = {m: statistics.median(v) for m in runs[0]["real"]
+            if (v := [r["real"][m] for r in runs if r["real"][m] is not None])}
+    methods = [m for m in real if all(r["predicted"][m] is not None for r in runs)]
+    if len(methods) < 2:
+        return {"real_median": real, "best": None, "runs": len(runs)}
+    best = min(real, key=real.get)
     rhos = [round(float(spearmanr([r["predicted"][m] for m in methods],
                                   [real[m] for m in methods]).statistic), 3) for r in runs]
-    regrets = [round(real[r["recommended"]] / real[best] - 1, 4) for r in runs]
+    regrets = [round(real[r["recommended"]] / real[best] - 1, 4)
+               for r in runs if r["recommended"] in real]
     return {"real_median": real, "best": best, "spearman": rhos,
             "spearman_median": statistics.median(rhos), "regret": regrets,
-            "regret_median": statistics.median(regrets), "runs": len(runs)}
+            "regret_median": statistics.median(regrets) if regrets else None,
+            "runs": len(runs)}
 
 
 def _round(value):

@@ -58,3 +58,25 @@ def served(log=subprocess.DEVNULL) -> Iterator[tuple[str, int]]:
         os.killpg(server.pid, signal.SIGKILL)
         server.wait()
         home.close()
+
+
+def unfold(within, label: str, content, wait_s: float = 300) -> None:
+    """Open the folded section titled ``label`` and wait for ``content`` in it. A click that
+    lands while the page is still being drawn can be undone when the section is drawn again,
+    so a section found folded is clicked open again until ``content`` shows; an open one is
+    never clicked (that would fold it)."""
+    from playwright.sync_api import TimeoutError as Timeout
+
+    title = within.get_by_text(label, exact=False).first
+    folded = title.locator("xpath=ancestor::*[@data-testid='stExpander'][1]").get_by_test_id(
+        "stExpanderDetails")
+    deadline = time.monotonic() + wait_s
+    while True:
+        if folded.get_attribute("inert") is not None:
+            title.click()
+        try:
+            content.wait_for(state="visible", timeout=10_000)
+            return
+        except Timeout:
+            assert time.monotonic() < deadline, (
+                f"the section {label!r} did not show its content within {wait_s:g} s")

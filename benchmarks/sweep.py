@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pandas as pd
 import psutil
-from served import FLAGS, served
+from served import FLAGS, served, unfold
 
 REPO = Path(__file__).resolve().parent.parent
 ADULT = REPO.parent / "shared" / "data" / "adult.csv"
@@ -118,7 +118,8 @@ def run_in_browser(playwright, seeds: int) -> dict:
                 str(ADULT))
             page.get_by_text("32,561 rows").first.wait_for(timeout=60_000)
             print("adult.csv uploaded", flush=True)
-            page.get_by_text("Edit a column, or load a schema file").click()
+            unfold(page, "Edit a column, or load a schema file",
+                   page.get_by_label("Column to edit", exact=True))
             page.get_by_test_id("stMain").locator("input[type=file]").set_input_files(
                 str(adult_schema_file()))
             page.get_by_text("Target column for utility checks").wait_for(timeout=60_000)

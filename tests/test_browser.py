@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.served import command, free_port
+from benchmarks.served import command, free_port, unfold
 from synth.data import load_sample, sample_paths
 from synth.methods import make
 from synth.privacy.budget import Budget
@@ -144,28 +144,6 @@ def wait_while_progressing(page, done, what: str, on_change=None) -> list[list[s
             f"{what}: the progress has not moved for {STALL} s; last seen: {seen[-3:]}")
         page.wait_for_timeout(100)
     return seen
-
-
-def unfold(within, label: str, content) -> None:
-    """Open the folded section titled ``label`` and wait for ``content`` in it. A click that
-    lands while the page is still being drawn can be undone when the section is drawn again,
-    so a section found folded is clicked open again until ``content`` shows; an open one is
-    never clicked (that would fold it)."""
-    from playwright.sync_api import TimeoutError as Timeout
-
-    title = within.get_by_text(label, exact=False).first
-    folded = title.locator("xpath=ancestor::*[@data-testid='stExpander'][1]").get_by_test_id(
-        "stExpanderDetails")
-    deadline = time.monotonic() + WAIT_MS / 1000
-    while True:
-        if folded.get_attribute("inert") is not None:
-            title.click()
-        try:
-            content.wait_for(state="visible", timeout=10_000)
-            return
-        except Timeout:
-            assert time.monotonic() < deadline, (
-                f"the section {label!r} did not show its content within {WAIT_MS // 1000} s")
 
 
 def test_the_tests_start_the_server_as_make_app_does():

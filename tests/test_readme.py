@@ -84,6 +84,7 @@ def test_the_private_domain_walkthrough_runs_as_printed_and_learns_the_bounds(tm
     # quality 0.78–0.84; the worst where an upper end overshot (hours learned up to 664 against
     # the data's 99: κ = 2 keeps heavy tails and lets an end land an octave or two past the
     # data). The limits sit well outside that spread, and a bound cut inside the bulk fails
-    # them (hours declared 0–30, 88 % of the release at the bound: shapes 0.91, TVD 0.085)
+    # the shapes limit (hours declared 0–30, 88 % of the release at the bound: shapes 0.91;
+    # its TVD, 0.085, passes)
     assert figures["tvd1"] < 0.1 and figures["column_shapes"] > 0.92, figures
     assert figures["quality"] > 0.75, figures

@@ -173,8 +173,10 @@ class AIM(Synthesizer):
         check_audible(one_way.sigma / population.units, budget.allowance(MEASURE)[0])
         first = measurement_event(histogram_l2(1, k), ALPHA * per_round)
         cells = max(2, int(population.public().rows / one_way.sigma))  # for each number
+        binds = column_widths(schema, self.bins, self.exact_integers) != column_widths(
+            schema, min(self.bins, cells), min(self.exact_integers, cells))
         capped = (f"; a number in at most {cells} cells, as many as its noise leaves worth "
-                  "counting" if cells < max(self.bins, self.exact_integers) else "")
+                  "counting" if binds else "")
         return Recipe((
             Step(MEASURE, one_way, mechanism="Gaussian, zCDP",
                  meaning=f"every column's counts within ±{figure(one_way.sigma)} rows "
