@@ -356,9 +356,10 @@ def junction_size(sizes: Sequence[int], cliques: Iterable[Sequence[int]]) -> int
         return sum(sizes[i] * sizes[j] for i in range(d) for j in range(i + 1, d)
                    if adjacent[i] >> j & 1)
     left, eliminated = list(range(d)), []
+    # a column in no clique costs 1 to mbi (its neighbourhood is empty); an elimination
+    # changes only its neighbours' neighbourhoods, so only their costs are worked out again
+    cost = [cells(adjacent[a] | 1 << a) if covered >> a & 1 else 1 for a in range(d)]
     for _ in range(d):
-        # a column in no clique costs 1 to mbi (its neighbourhood is empty)
-        cost = {a: cells(adjacent[a] | 1 << a) if covered >> a & 1 else 1 for a in left}
         a = min(left, key=cost.__getitem__)
         left.remove(a)
         others = adjacent[a]
@@ -368,6 +369,7 @@ def junction_size(sizes: Sequence[int], cliques: Iterable[Sequence[int]]) -> int
             low = rest & -rest
             b = low.bit_length() - 1
             adjacent[b] = (adjacent[b] | others) & ~(1 << b) & ~(1 << a)
+            cost[b] = cells(adjacent[b] | 1 << b)
             rest ^= low
     # on a perfect elimination order every maximal clique is some column's elimination clique
     maximal = [c for c in set(eliminated)
