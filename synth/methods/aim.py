@@ -16,8 +16,9 @@ Only candidates that keep the model's junction tree under a limit growing with t
 spent are eligible. The rounds stop when the budget is spent; the last one takes whatever is
 left, so the total is exactly the stage's.
 
-A number gets at most n/σ cells, σ the 1-way noise: beyond that a cell holds fewer rows on
-average than its noise, the marginal is noise and no round can afford to measure it again.
+A number gets at most n/σ cells (at least 3), σ the 1-way noise: beyond that a cell holds
+fewer rows on average than its noise, the marginal is noise and no round can afford to
+measure it again.
 It is a rule of public facts (n, or k·U per person, and the budget), so the plan shows it.
 On the person-month panel (k = 3, 1,250 people) at ε = 1, age's 75 and hours' 100 values
 with a cell each gave a median 2-way TVD of 0.205, level with independent columns; in at
@@ -172,7 +173,7 @@ class AIM(Synthesizer):
         one_way = measurement_event(histogram_l2(d, k), ALPHA * per_round * d)
         check_audible(one_way.sigma / population.units, budget.allowance(MEASURE)[0])
         first = measurement_event(histogram_l2(1, k), ALPHA * per_round)
-        cells = max(2, int(population.public().rows / one_way.sigma))  # for each number
+        cells = max(3, int(population.public().rows / one_way.sigma))  # for each number
         binds = column_widths(schema, self.bins, self.exact_integers) != column_widths(
             schema, min(self.bins, cells), min(self.exact_integers, cells))
         capped = (f"; a number in at most {cells} cells, as many as its noise leaves worth "
