@@ -82,19 +82,22 @@ def test_the_ledger_holds_exactly_the_planned_events(sample):
 
 def test_support_rows_follow_the_measured_one_way_marginals():
     """Rows drawn from measured 1-way answers have those marginals (up to sampling), keep the
-    GAN's exact values inside an interval, and fill intervals it never drew uniformly."""
+    GAN's exact values inside an interval, fill intervals it never drew uniformly, and give a
+    bound's own cell exactly the bound."""
     _, schema = small_table()
     space = Space(schema)
     one_way = measure.workloads(space)[0]
     pool = pd.DataFrame({"a": ["p"] * 4, "b": ["p"] * 4, "c": ["no"] * 4,
-                         "x": [0.0, 0.0, 0.0, 59.0]})
+                         "x": [3.0, 3.0, 3.0, 59.0]})
     answers = np.zeros(one_way.size)
     answers[one_way.bounds[0]:one_way.bounds[0] + 3] = [0.2, 0.3, 0.5]  # a
     answers[one_way.bounds[1]:one_way.bounds[1] + 3] = [-0.1, 1.1, 0.0]  # b: noise below 0
     answers[one_way.bounds[2]:one_way.bounds[2] + 2] = [0.0, 0.0]  # c: nothing left: uniform
     finest = [s for s in one_way.slots if s.cols == (3,)][-1]
-    answers[finest.offset] = 0.5  # x: half in [0, 60/32), half in the 17th interval
-    answers[finest.offset + 16] = 0.5
+    assert finest.bins == (34,) and finest.apart == (True,)  # 32 intervals and the bounds
+    answers[finest.offset] = 0.2  # x = 0, the lower bound's own cell
+    answers[finest.offset + 2] = 0.4  # the 2nd interval, [1.9, 3.75): the pool's 3s
+    answers[finest.offset + 17] = 0.4  # the 17th, [30, 31.9): no pool value there
     rows = measure.support_rows(space, one_way, answers, space.encode(pool), 20_000,
                                 np.random.default_rng(0))
     def share(column: str) -> list[float]:
@@ -103,11 +106,10 @@ def test_support_rows_follow_the_measured_one_way_marginals():
     assert share("a") == pytest.approx([0.2, 0.3, 0.5], abs=0.02)
     assert set(rows["b"]) == {"q"}
     assert share("c") == pytest.approx([0.5, 0.5], abs=0.02)
-    low = rows["x"] < 60 / 32
-    assert low.mean() == pytest.approx(0.5, abs=0.02)
-    assert set(rows.loc[low, "x"]) == {0.0}  # the GAN's atom, not values smeared over [0, 1.9)
-    high = rows.loc[~low, "x"]  # no pool value there: uniform whole numbers in [30, 31.9)
-    assert set(high) == {30.0, 31.0}
+    x = rows["x"]
+    assert (x == 0).mean() == pytest.approx(0.2, abs=0.02)
+    assert (x == 3).mean() == pytest.approx(0.4, abs=0.02)  # the GAN's atom, not 2 or 3
+    assert set(x) == {0.0, 3.0, 30.0, 31.0}  # uniform whole numbers where it drew none
 
 
 def test_the_default_rounds_keep_every_candidates_noise_within_an_answers_range(sample):

@@ -240,15 +240,16 @@ def test_a_fit_counted_on_a_cluster_is_the_fit_streamed_here(parquet_folder, sch
 
 @pytest.mark.parametrize(("lower", "upper", "exact", "finest"), [
     (8, 76, 128, 69),   # 69 whole values: one interval each at the finest level
-    (8, 76, 0, 32),     # exactness off: 2^5 intervals
+    (8, 76, 0, 34),     # exactness off: 2^5 intervals, and each bound a cell of its own
     (1, 16, 128, 32),   # 16 values already fit 2^5 intervals
-    (0, 500, 128, 32),  # 501 values: too many for an interval each
+    (0, 500, 128, 34),  # 501 values: too many for an interval each
 ])
 def test_the_finest_level_gives_a_whole_number_an_interval_per_value(lower, upper, exact,
                                                                       finest):
     """GSD's range marginals at ``exact``: every value of a whole-number column lands in its
     own cell of the finest level (a 40-hour spike is not mixed with 41), and coarser levels
-    stay binary."""
+    stay binary. Where an interval holds several values, each bound has a cell to itself
+    (no capital gain is not mixed with small gains)."""
     from synth.encoding import Space
     from synth.marginals import Marginals
     from synth.schema import Column, Schema
@@ -261,6 +262,9 @@ def test_the_finest_level_gives_a_whole_number_an_interval_per_value(lower, uppe
     cells = q.cells(space.encode(values), np.array([4]))[:, 0]
     if finest == upper - lower + 1:
         assert len(np.unique(cells)) == len(values)  # a bijection of values and cells
+    for bound in (cells[0], cells[-1]):
+        assert (cells == bound).sum() == 1, "a bound shares its cell"
+    assert len(np.unique(cells)) == min(finest, len(values))  # no cell is left empty
 
 
 @pytest.mark.parametrize(("lower", "upper", "bins"), [(1, 99, 20), (0, 7, 3), (-40, 1_000, 7)])
@@ -281,3 +285,38 @@ def test_whole_number_bins_are_named_by_the_whole_numbers_they_hold(lower, upper
     drawn = disc.decode(codes, np.random.default_rng(0))["h"].to_numpy()
     assert all(ranges[c][0] <= v <= ranges[c][-1] for c, v in zip(codes[:, 0], drawn,
                                                                    strict=True))
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=st.integers(0, 3000), levels=st.integers(1, 8), exact=st.sampled_from([0, 128]))
+def test_a_draw_within_an_interval_stays_in_its_cell_and_reaches_every_value_there(
+        steps, levels, exact):
+    """What a release draws inside a cell (Private-GSD's spreading, DP-Select's support rows)
+    is a value of that cell: every whole number there from the first (u = 0) to the last
+    (u → 1), never a bound where the bounds have cells of their own, and only where the cell
+    holds a whole number at all."""
+    from synth.marginals import _bins, bounds_apart, interval_codes, within
+
+    apart = bounds_apart(steps, levels, exact)
+    inner = _bins(steps, levels, levels, exact)
+    bins = inner + 2 * apart
+    if steps:
+        values = np.arange(steps + 1) / steps
+        codes = interval_codes(values, inner, apart)
+        assert set(codes) <= set(range(bins))
+        for code in range(bins):
+            mine = values[codes == code]
+            u = np.r_[0.0, np.random.default_rng(code).random(64), np.nextafter(1.0, 0.0)]
+            drawn = within(np.full(len(u), code), inner, apart, steps, u)
+            if len(mine) == 0:
+                assert np.isnan(drawn).all(), code
+                continue
+            assert set(drawn) <= set(mine), code
+            assert drawn[0] == mine[0] and drawn[-1] == mine[-1], code
+    else:
+        u = np.random.default_rng(levels).random((bins, 16))
+        codes = np.repeat(np.arange(bins), 16).reshape(bins, 16)
+        drawn = within(codes, inner, apart, 0, u)
+        np.testing.assert_array_equal(interval_codes(drawn, inner, apart), codes)
+        if apart:
+            assert (drawn[1:-1] > 0).all() and (drawn[1:-1] < 1).all()

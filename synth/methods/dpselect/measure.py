@@ -40,11 +40,13 @@ from synth.errors import ParameterError
 from synth.marginals import (
     Marginals,
     check_audible,
+    interval_codes,
     measure,
     measurement_event,
     plan_rounds,
     select,
     selection_event,
+    within,
     workload_size,
 )
 from synth.marginals import workloads as marginal_workloads
@@ -238,21 +240,22 @@ def support_rows(space: Space, one_way: Marginals, answers: np.ndarray, pool: np
         if col.kind == CATEGORICAL:
             data[col.name] = np.asarray(col.categories, dtype=object)[cell]
             continue
+        apart = slot.apart[0]
+        inner = bins - 2 * apart  # intervals, the bounds' cells aside
         drawn = np.sort(pool[:, j])
-        cells = np.minimum(np.floor(drawn * bins), bins - 1)
+        cells = interval_codes(drawn, inner, apart)
         first = np.searchsorted(cells, cell, side="left")
         count = np.searchsorted(cells, cell, side="right") - first
         mine = drawn[np.minimum(first + np.floor(rng.random(m) * count).astype(np.int64),
                                 len(drawn) - 1)]
-        width = col.upper - col.lower
-        value = col.lower + np.where(count > 0, mine, (cell + rng.random(m)) / bins) * width
-        if col.integer:  # a whole number inside the interval, where it holds one
-            low = np.ceil(col.lower + cell / bins * width)
-            high = np.where(cell == bins - 1, col.upper,
-                            np.ceil(col.lower + (cell + 1) / bins * width) - 1)
-            whole = low + np.floor(rng.random(m) * (high - low + 1))
-            value = np.where((count == 0) & (high >= low), whole, np.round(value))
-        data[col.name] = value
+        # a whole number inside the interval where it holds one, else a uniform value there
+        steps = int(space.steps[j])
+        fresh = within(cell, inner, apart, steps, rng.random(m))
+        if steps:
+            fresh = np.where(np.isnan(fresh), within(cell, inner, apart, 0, rng.random(m)),
+                             fresh)
+        value = col.lower + np.where(count > 0, mine, fresh) * (col.upper - col.lower)
+        data[col.name] = np.round(value) if col.integer else value
     return pd.DataFrame(data)
 
 

@@ -12,7 +12,8 @@ note's corrections):
 * marginals (``cat2``, ``cat3``, ``bt``), from the marginal primitive
   (:class:`synth.marginals.Marginals`): k-way categorical marginals, Δ = √2, and 2-way
   binary-tree range marginals over numeric columns, levels 1…L of 2^ℓ half-open intervals
-  (the last one closed), Δ = √(2L), since a row lies in exactly one cell of each level;
+  (the last one closed; at the finest level each bound a cell of its own where an interval
+  holds several values), Δ = √(2L), since a row lies in exactly one cell of each level;
 * :class:`Prefixes`: 1{x_c = v, x_a < τ_a, x_b < τ_b}, a workload being one (a, τ_a, b, τ_b)
   crossed with every value v of c, Δ = √2;
 * :class:`Halfspaces`: 1{⟨θ, onehot(x)⟩ ≤ τ}, θ_i ~ N(0, 1/d), τ ~ N(0, 1), each its own
@@ -34,7 +35,14 @@ import numpy as np
 
 from synth.encoding import Space
 from synth.errors import ParameterError
-from synth.marginals import CELLS, MARGINAL_CLASSES, Marginals, Workloads, workload_size
+from synth.marginals import (
+    CELLS,
+    MARGINAL_CLASSES,
+    Marginals,
+    Workloads,
+    interval_codes,
+    workload_size,
+)
 from synth.marginals import workloads as marginal_workloads
 
 QUERY_CLASSES = ("cat2", "cat3", "bt", "prefix", "halfspace")
@@ -81,17 +89,18 @@ class _MarginalTracker(Tracker):
         kept = np.concatenate([np.arange(0)] + [np.arange(a, b) for a, b in zip(starts, ends,
                                                                                 strict=True)])
         self.cells = queries.cells(x, slots) + (first - starts)
-        self._slots, self._stride, self._bins, self._valid = queries.by_column(slots)
+        self._slots, self._stride, self._inner, self._valid, self._apart = queries.by_column(
+            slots)
         counts = np.bincount(self.cells.ravel(), minlength=len(kept))
         super().__init__(x, target[kept], weight[kept], counts / len(x))
 
     def _moves(self, x, rows, cols, values):
         slots, valid = self._slots[cols], self._valid[cols]  # (P, K)
-        bins, stride = self._bins[cols], self._stride[cols]
+        inner, stride, apart = self._inner[cols], self._stride[cols], self._apart[cols]
         numeric = (self.q.space.cards[cols] == 0)[:, None]
         old_v, new_v = x[rows, cols][:, None], np.asarray(values)[:, None]
-        old_code = np.where(numeric, np.minimum(np.floor(old_v * bins), bins - 1), old_v)
-        new_code = np.where(numeric, np.minimum(np.floor(new_v * bins), bins - 1), new_v)
+        old_code = np.where(numeric, interval_codes(old_v, inner, apart), old_v)
+        new_code = np.where(numeric, interval_codes(new_v, inner, apart), new_v)
         old = self.cells[rows[:, None], slots]
         new = old + stride * (new_code - old_code).astype(np.int64)
         return slots, valid & (new != old), old, new
