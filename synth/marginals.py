@@ -126,6 +126,11 @@ class Slot:
     offset: int
     apart: tuple[bool, ...]  # per column: its bounds are cells of their own (bounds_apart)
 
+    @property
+    def inner(self) -> tuple[int, ...]:
+        """Per column, its intervals: the bins, a bound's own cells aside."""
+        return tuple(b - 2 * a for b, a in zip(self.bins, self.apart, strict=True))
+
 
 def _layout(space: Space, tuples: Sequence[tuple[int, ...]], levels: int, exact: int = 0
             ) -> tuple[list[Slot], np.ndarray, np.ndarray, list[str]]:
@@ -179,14 +184,18 @@ def interval_codes(v: np.ndarray, inner: np.ndarray, apart: np.ndarray) -> np.nd
     return np.minimum(np.floor(v * inner), inner - 1 + apart) + (apart & (v > 0))
 
 
-def within(code: np.ndarray, inner: int, apart: bool, steps: int, u: np.ndarray
-           ) -> np.ndarray:
+def draw_in_cell(code: np.ndarray, inner: int, apart: bool, steps: int, u: np.ndarray
+                 ) -> np.ndarray:
     """A value in [0, 1] drawn uniformly (by ``u`` in [0, 1)) within each cell ``code`` of
     :func:`interval_codes`: a whole number k/``steps`` where the column counts ``steps``
-    steps (NaN where the cell holds none), a bound for a bound's own cell."""
+    steps (NaN where the cell holds none), a bound for a bound's own cell. A draw always
+    lies in its cell: where rounding puts c + u on c + 1 (u within 2⁻⁵³·c of 1) or u = 0
+    on a bound that is a cell apart, the interval's middle is taken instead."""
     c = np.asarray(code, dtype=np.int64) - apart  # the interval among the inner ones
     if steps == 0:
         value = (c + u) / inner
+        value = np.where(interval_codes(value, inner, apart) == c + apart, value,
+                         (c + 0.5) / inner)
     else:  # k from ⌈c·steps/inner⌉ to before the next interval's first, bounds left out
         lo = -(-c * steps // inner) + (apart & (c == 0))
         hi = np.where(c == inner - 1, steps - apart, -(-(c + 1) * steps // inner) - 1)
@@ -228,7 +237,7 @@ class Marginals(Workloads):
         self.offsets = np.array([sl.offset for sl in self.slots], dtype=np.int64)
         self._numeric = space.cards[self._cols] == 0
         self._apart = np.array([sl.apart for sl in self.slots], dtype=bool)
-        self._inner = self._bins - 2 * self._apart  # intervals, the bounds' cells aside
+        self._inner = np.array([sl.inner for sl in self.slots], dtype=np.int64)
 
     def by_column(self, slots: np.ndarray) -> tuple[np.ndarray, ...]:
         """Per column, (d, K): the positions in ``slots`` of those that contain it (padded

@@ -294,8 +294,8 @@ def test_a_draw_within_an_interval_stays_in_its_cell_and_reaches_every_value_the
     """What a release draws inside a cell (Private-GSD's spreading, DP-Select's support rows)
     is a value of that cell: every whole number there from the first (u = 0) to the last
     (u → 1), never a bound where the bounds have cells of their own, and only where the cell
-    holds a whole number at all."""
-    from synth.marginals import _bins, bounds_apart, interval_codes, within
+    holds a whole number at all; a continuous draw stays in its cell at both ends of u."""
+    from synth.marginals import _bins, bounds_apart, draw_in_cell, interval_codes
 
     apart = bounds_apart(steps, levels, exact)
     inner = _bins(steps, levels, levels, exact)
@@ -307,7 +307,7 @@ def test_a_draw_within_an_interval_stays_in_its_cell_and_reaches_every_value_the
         for code in range(bins):
             mine = values[codes == code]
             u = np.r_[0.0, np.random.default_rng(code).random(64), np.nextafter(1.0, 0.0)]
-            drawn = within(np.full(len(u), code), inner, apart, steps, u)
+            drawn = draw_in_cell(np.full(len(u), code), inner, apart, steps, u)
             if len(mine) == 0:
                 assert np.isnan(drawn).all(), code
                 continue
@@ -315,8 +315,9 @@ def test_a_draw_within_an_interval_stays_in_its_cell_and_reaches_every_value_the
             assert drawn[0] == mine[0] and drawn[-1] == mine[-1], code
     else:
         u = np.random.default_rng(levels).random((bins, 16))
+        u[:, 0], u[:, -1] = 0.0, np.nextafter(1.0, 0.0)
         codes = np.repeat(np.arange(bins), 16).reshape(bins, 16)
-        drawn = within(codes, inner, apart, 0, u)
+        drawn = draw_in_cell(codes, inner, apart, 0, u)
         np.testing.assert_array_equal(interval_codes(drawn, inner, apart), codes)
         if apart:
             assert (drawn[1:-1] > 0).all() and (drawn[1:-1] < 1).all()

@@ -40,13 +40,13 @@ from synth.errors import ParameterError
 from synth.marginals import (
     Marginals,
     check_audible,
+    draw_in_cell,
     interval_codes,
     measure,
     measurement_event,
     plan_rounds,
     select,
     selection_event,
-    within,
     workload_size,
 )
 from synth.marginals import workloads as marginal_workloads
@@ -240,8 +240,7 @@ def support_rows(space: Space, one_way: Marginals, answers: np.ndarray, pool: np
         if col.kind == CATEGORICAL:
             data[col.name] = np.asarray(col.categories, dtype=object)[cell]
             continue
-        apart = slot.apart[0]
-        inner = bins - 2 * apart  # intervals, the bounds' cells aside
+        apart, inner = slot.apart[0], slot.inner[0]
         drawn = np.sort(pool[:, j])
         cells = interval_codes(drawn, inner, apart)
         first = np.searchsorted(cells, cell, side="left")
@@ -250,9 +249,9 @@ def support_rows(space: Space, one_way: Marginals, answers: np.ndarray, pool: np
                                 len(drawn) - 1)]
         # a whole number inside the interval where it holds one, else a uniform value there
         steps = int(space.steps[j])
-        fresh = within(cell, inner, apart, steps, rng.random(m))
+        fresh = draw_in_cell(cell, inner, apart, steps, rng.random(m))
         if steps:
-            fresh = np.where(np.isnan(fresh), within(cell, inner, apart, 0, rng.random(m)),
+            fresh = np.where(np.isnan(fresh), draw_in_cell(cell, inner, apart, 0, rng.random(m)),
                              fresh)
         value = col.lower + np.where(count > 0, mine, fresh) * (col.upper - col.lower)
         data[col.name] = np.round(value) if col.integer else value
