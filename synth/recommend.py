@@ -26,16 +26,16 @@ RANKED = ("aim", "dpselect", "gsd", "mst", "independent")
 PATIENCE = 600.0  # seconds on 2 cores a steward is asked to wait before the next one is tried
 WHY = {
     "aim": "the lowest 2-way TVD of this project's methods at every ε from 0.5 to 8 on Adult "
-           "(0.040 at ε = 1, where DP-Select has 0.047, Private-GSD 0.049 and MST 0.051) and "
+           "(0.037 at ε = 1, where DP-Select has 0.047, Private-GSD 0.049 and MST 0.051) and "
            "at ε = 1 on the census sample, and ahead of MST at every ε there, on a "
            "generated bank-like table and on a person-month panel protected per person (at "
            "ε = 1: 0.052, 0.011 and 0.17 against MST's 0.091, 0.017 and 0.20, medians of 3, "
            "3 and 9 seeds)",
-    "dpselect": "second on pairs on Adult at ε = 1 (2-way TVD 0.047, AIM 0.040); it trains a "
+    "dpselect": "second on pairs on Adult at ε = 1 (2-way TVD 0.047, AIM 0.037); it trains a "
                 "GAN pool first, so it is slow",
     "gsd": "third on pairs on Adult at ε = 1 (0.049) and second from ε = 2 up; it keeps "
            "numbers continuous and needs little memory",
-    "mst": "close on pairs (0.051 on Adult at ε = 1, AIM 0.040) in a fraction of the time of "
+    "mst": "close on pairs (0.051 on Adult at ε = 1, AIM 0.037) in a fraction of the time of "
            "the methods above it (9 s on Adult)",
     "independent": "it keeps single columns best (1-way TVD 0.009 on Adult at ε = 1) but no "
                    "relationships between them; the methods that keep them could not run here",

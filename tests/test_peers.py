@@ -236,6 +236,33 @@ def test_a_refit_resumes_where_the_last_fit_stopped():
                                                            error(projected))
 
 
+def test_a_part_a_pick_joins_moves_at_once():
+    """Columns fitted alone reach their optimum within a few dozen steps, after which each
+    refit halves their step at nearly every step (as AIM's rounds refit every part); a pair
+    measured next joins two of them in a part that must still move: its 50 steps take the
+    pair's marginal most of the way to its measurement (resumed from the joined columns'
+    last steps, or any part's, it moved half way)."""
+    from synth.methods import pgm
+
+    rng = np.random.default_rng(4)
+    sizes = (4, 5, 3)
+    truth = rng.dirichlet(np.full(60, 0.3)).reshape(sizes) * 5000
+
+    def measured(columns):
+        other = tuple(j for j in range(len(sizes)) if j not in columns)
+        return pgm.Measurement(columns, truth.sum(axis=other).ravel(), 1.0)
+
+    alone = [measured((j,)) for j in range(len(sizes))]
+    model = pgm.Model(sizes, 5000)
+    for _ in range(20):  # AIM's first fit and the refits of rounds that picked elsewhere
+        model.estimate(alone, 50, lambda done, steps: None)
+    pair = measured((0, 1))
+    before = np.abs(model.marginal((0, 1)) - pair.counts).sum()
+    model.estimate([*alone, pair], 50, lambda done, steps: None)
+    after = np.abs(model.marginal((0, 1)) - pair.counts).sum()
+    assert after < 0.2 * before, (before, after)
+
+
 def test_the_marginals_drawn_from_are_the_fitted_potentials():
     """The fit ends at its potentials and the marginals are worked out where rows are drawn:
     the model's own contraction and mbi's oracle must agree on every marginal."""
@@ -382,10 +409,12 @@ def test_a_warm_start_begins_at_the_resumed_models_marginals():
 
 
 def test_a_fit_takes_private_pgms_own_steps():
-    """Carrying the marginals from step to step changes no iterate: from zero potentials,
-    three blocks of steps end where private-pgm's own mirror descent ends (later, once the
-    line search has shrunk its step to nothing at the optimum, a float's tie can accept a
-    step one way and not the other)."""
+    """Each part of the model (columns joined by measured marginals) takes private-pgm's
+    own steps on its own measurements: carrying the marginals from step to step changes no
+    iterate, from zero potentials three blocks of steps end where private-pgm's own mirror
+    descent ends, for a part of three columns and for a column alone (later, once the line
+    search has shrunk its step to nothing at the optimum, a float's tie can accept a step
+    one way and not the other)."""
     import mbi
 
     from synth.methods import pgm
@@ -394,20 +423,30 @@ def test_a_fit_takes_private_pgms_own_steps():
     measured = _noisy(3, sizes, [(0, 1), (1, 2)])
     model = pgm.Model(sizes, 1000)
     model.estimate(measured, 150, lambda done, total: None)
-    theirs = mbi.estimation.MirrorDescent().estimate(model.domain, _linear(measured),
-                                                     known_total=1000, iters=150)
-    for clique in theirs.potentials.cliques:
-        assert np.allclose(np.asarray(model.fitted.potentials[clique].values),
-                           np.asarray(theirs.potentials[clique].values), rtol=1e-9, atol=1e-9)
-        assert np.allclose(np.asarray(model.fitted.mu[clique].values),
-                           np.asarray(theirs.marginals[clique].values), rtol=1e-9, atol=1e-9)
+    for part in [(0, 1, 2), (3,)]:
+        local = {j: i for i, j in enumerate(part)}
+        domain = mbi.Domain(tuple(range(len(part))), tuple(sizes[j] for j in part))
+        mine = [mbi.LinearMeasurement(m.counts, tuple(local[j] for j in m.columns),
+                                      stddev=m.sigma)
+                for m in measured if set(m.columns) <= set(part)]
+        theirs = mbi.estimation.MirrorDescent().estimate(domain, mine, known_total=1000,
+                                                         iters=150)
+        for clique in theirs.potentials.cliques:
+            ours = tuple(part[a] for a in clique)
+            assert np.allclose(np.asarray(model.fitted.potentials[ours].values),
+                               np.asarray(theirs.potentials[clique].values), rtol=1e-9,
+                               atol=1e-9), (part, clique)
+            assert np.allclose(np.asarray(model.fitted.mu[ours].values),
+                               np.asarray(theirs.marginals[clique].values), rtol=1e-9,
+                               atol=1e-9), (part, clique)
 
 
 def test_a_fit_compiles_once_per_model_structure(caplog):
     """Compiling is most of a fit's time: every block of a long fit, and a later fit of the
     same structure (AIM's final estimate after its last refit), runs the program the first
-    block compiled; a new structure compiles one more, and at most a small copy per new
-    shape beside it."""
+    block compiled; each part of the model is a structure of its own, and a refit compiles
+    only the part a new measurement joined (at most a small copy per new shape beside it);
+    parts shaped alike share one program."""
     import logging
 
     import jax
@@ -431,12 +470,21 @@ def test_a_fit_compiles_once_per_model_structure(caplog):
                  for r in caplog.records if "Finished XLA compilation of" in r.getMessage()]
         return {name: names.count(name) for name in names}
 
-    assert fit(300).get("jit(_multi_step)") == 1  # six blocks, one program
+    # six blocks, one program per part: the pair {0, 1}, and columns of 5 and of 6 codes
+    assert fit(300).get("jit(_multi_step)") == 3
     measured.append(pgm.Measurement((2, 3), rng.random(30) * 30, 5.0))
     refit = fit(50)
-    assert refit.get("jit(_multi_step)") == 1, refit  # a new structure: its program
+    assert refit.get("jit(_multi_step)") == 1, refit  # the part {2, 3}; {0, 1} as it was
     assert sum(refit.values()) - 1 <= len(sizes), refit  # at most a copy per new shape
-    assert fit(300) == {}  # the final estimate: six blocks on the refit's program
+    assert fit(300) == {}  # the final estimate: six blocks on the refit's programs
+
+    twins = pgm.Model((3, 4, 3, 4), 1000)  # two parts alike: {0, 1} and {2, 3}
+    measured = [pgm.Measurement(c, rng.random(12) * 80, 5.0) for c in [(0, 1), (2, 3)]]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="jax"), jax.log_compiles():
+        twins.estimate(measured, 50, lambda done, total: None)
+    compiled = [r for r in caplog.records if "compilation of jit(_multi_step)" in r.getMessage()]
+    assert len(compiled) == 1, compiled  # one program for both
 
 
 def test_aim_gives_a_number_no_more_cells_than_its_noise_leaves():

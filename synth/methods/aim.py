@@ -63,6 +63,7 @@ MEASURE = "measure"
 COUNT = "count"
 ESTIMATE = "estimate"  # the final graphical model (post-processing)
 ALPHA = 0.9  # the share of each round's ρ that measures; the rest selects
+ROUND_SECONDS = 0.5  # the rounds' time per column on 2 cores (AIM._recipe)
 
 
 def candidates(d: int, degree: int) -> tuple[list[tuple[int, ...]], np.ndarray]:
@@ -82,7 +83,7 @@ class AIM(Synthesizer):
     ----------
     degree : the workload: every marginal of this many columns (2 or 3).
     rounds : T/d, the most rounds per column (the paper's 16; 6 here, since each round
-        compiles a new model): each round's ρ is at least ρ/T.
+        compiles the part of the model it joined): each round's ρ is at least ρ/T.
     max_cells : the largest graphical model, in cells of its junction tree.
     round_iterations : mirror-descent steps after each measurement (warm-started).
     iterations : mirror-descent steps of the final model.
@@ -97,7 +98,7 @@ class AIM(Synthesizer):
                "marginal method; how many rounds it runs depends on the data.")
     paper = "McKenna, Mullins, Sheldon, Miklau 2022 (PVLDB)"
     when = ("The closest on pairs of the methods at every ε measured (on Adult at ε = 1, "
-            "2-way TVD 0.040 and tree accuracy 0.836 in 36 s), improving with ε; its rounds "
+            "2-way TVD 0.037 and tree accuracy 0.835 in 26 s), improving with ε; its rounds "
             "follow the data, so its plan bounds the spending rather than listing it.")
     streams = True
     counts = True
@@ -157,16 +158,15 @@ class AIM(Synthesizer):
         not steer anything either. Its settings: ρ of the
         stage, the 1-way measurement, ρ of a round before annealing.
 
-        Time: rounds of select, measure and a 50-step refit, about as many as the columns
-        and more as the answers sharpen with n, then the final estimation and the draw. On
-        2 cores (benchmarks/progress.py) the rounds took 27 s on the census sample (13
-        columns), 11 s on the panel (7), and 45 and 96 s on the flights (26 model-space
-        columns) over 20,000 and 300,000 rows: 0.3 s a column times n^0.2. Each refit's
-        program now compiles in about half the time (:func:`synth.methods.pgm._descent`;
-        the census rounds took 0.65 of their time before, A/B on one machine), so 0.2 s. The
-        final estimation runs on the last refit's compiled program, at the lowest
-        optimisation: priced at 2.5 s a thousand steps, what a large model's take, so that a
-        loop of many more is priced as what it would take."""
+        Time: rounds of select, measure and a 50-step refit, about as many as the columns,
+        then the final estimation and the draw. On 2 cores (benchmarks/progress.py), with
+        the model fitted part by part (:class:`synth.methods.pgm.Model`: a round compiles
+        only the part its pick joined), the rounds took 9.9 s on the census sample (13
+        columns), 3.0 s on the panel (7), and 6.5 and 9.6 s on the flights over 20,000 and
+        300,000 rows: about 0.5 s a column, whatever n. The final estimation runs on the
+        last refit's compiled programs, at the lowest optimisation: priced at 2.5 s a
+        thousand steps, what a large model's take, so that a loop of many more is priced as
+        what it would take."""
         d, n, k = len(schema), population.rows, population.max_rows
         rho = zcdp_rho(*budget.allowance(MEASURE), MEASURE)
         per_round = rho / (self.rounds * d)
@@ -191,7 +191,7 @@ class AIM(Synthesizer):
                          "data)")),
             {"rho": rho, "one_way": one_way, "per_round": per_round, "cells": cells},
             seconds=1.0 + 2.5 * self.iterations / 1000 + 4e-7 * n * d
-            + 0.2 * d * n ** 0.2 * self.round_iterations / 50 + draw_seconds(n, d))
+            + ROUND_SECONDS * d * self.round_iterations / 50 + draw_seconds(n, d))
 
     # ---- the fit ----------------------------------------------------------------------
 
