@@ -408,6 +408,25 @@ def test_a_warm_start_begins_at_the_resumed_models_marginals():
                            np.asarray(theirs[clique].values), rtol=1e-9, atol=1e-9), clique
 
 
+def test_a_part_resumes_the_parts_it_joins_under_its_own_names():
+    """A pick joining two parts of several columns each starts the joined part where the
+    model was: its potentials, carried over into the part's own names (0, 1, … for columns
+    1, 2, 3, 4 here), give every marginal the model gave, within a part and across parts."""
+    from synth.methods import pgm
+
+    sizes = (3, 4, 5, 2, 3)
+    measured = _noisy(6, sizes, [(3, 1), (2, 4)])  # parts {0}, {1, 3}, {2, 4}
+    model = pgm.Model(sizes, 1000)
+    model.estimate(measured, 100, lambda done, total: None)
+    asked = [(1, 3), (4, 2), (1, 2), (3, 4), (0, 3), (2, 1, 4)]
+    before = {c: model.marginal(c).copy() for c in asked}
+    joined = measured + _noisy(7, sizes, [(3, 2)])[len(sizes):]
+    model.estimate(joined, 0, lambda done, total: None)  # no step: the warm start itself
+    assert sorted(model._states) == [(0,), (1, 2, 3, 4)]
+    for columns, counts in before.items():
+        assert np.allclose(model.marginal(columns), counts, rtol=1e-9, atol=1e-9), columns
+
+
 def test_a_fit_takes_private_pgms_own_steps():
     """Each part of the model (columns joined by measured marginals) takes private-pgm's
     own steps on its own measurements: carrying the marginals from step to step changes no

@@ -63,7 +63,7 @@ MEASURE = "measure"
 COUNT = "count"
 ESTIMATE = "estimate"  # the final graphical model (post-processing)
 ALPHA = 0.9  # the share of each round's ρ that measures; the rest selects
-ROUND_SECONDS = 0.5  # the rounds' time per column on 2 cores (AIM._recipe)
+COLUMN_SECONDS = 0.5  # the rounds' time per column on 2 cores (AIM._recipe)
 
 
 def candidates(d: int, degree: int) -> tuple[list[tuple[int, ...]], np.ndarray]:
@@ -163,10 +163,11 @@ class AIM(Synthesizer):
         the model fitted part by part (:class:`synth.methods.pgm.Model`: a round compiles
         only the part its pick joined), the rounds took 9.9 s on the census sample (13
         columns), 3.0 s on the panel (7), and 6.5 and 9.6 s on the flights over 20,000 and
-        300,000 rows: about 0.5 s a column, whatever n. The final estimation runs on the
-        last refit's compiled programs, at the lowest optimisation: priced at 2.5 s a
-        thousand steps, what a large model's take, so that a loop of many more is priced as
-        what it would take."""
+        300,000 rows (16 columns, more in the model): 0.4–0.8 s a column, growing little
+        with n, priced at 0.5 s (each whole run's estimate within 1.5×,
+        benchmarks/estimates.py). The final estimation runs on the last refit's compiled
+        programs, at the lowest optimisation: priced at 2.5 s a thousand steps, what a large
+        model's take, so that a loop of many more is priced as what it would take."""
         d, n, k = len(schema), population.rows, population.max_rows
         rho = zcdp_rho(*budget.allowance(MEASURE), MEASURE)
         per_round = rho / (self.rounds * d)
@@ -191,7 +192,7 @@ class AIM(Synthesizer):
                          "data)")),
             {"rho": rho, "one_way": one_way, "per_round": per_round, "cells": cells},
             seconds=1.0 + 2.5 * self.iterations / 1000 + 4e-7 * n * d
-            + ROUND_SECONDS * d * self.round_iterations / 50 + draw_seconds(n, d))
+            + COLUMN_SECONDS * d * self.round_iterations / 50 + draw_seconds(n, d))
 
     # ---- the fit ----------------------------------------------------------------------
 

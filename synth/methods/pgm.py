@@ -204,7 +204,8 @@ class Model:
         # per part (its columns, in order), the optimiser's last state in the part's names:
         # potentials, marginals, step size
         self._states: dict[tuple[int, ...], Any] = {}
-        self._peaks: dict[tuple[int, ...], float] = {}  # per part, the longest step it took
+        # per part, the longer of the steps it was resumed from and ended at
+        self._peaks: dict[tuple[int, ...], float] = {}
         # per connected part of the model's graph, its potentials as einsum operands
         self._factors: dict[int, tuple[list[str], list[np.ndarray]]] | None = None
         self._part: list[int] = []  # each column's part
@@ -243,14 +244,15 @@ class Model:
         self._factors = self._field = None
         self._answered = {}
 
-    def _resumed(self, part: tuple[int, ...], domain):
+    def _resumed(self, part: tuple[int, ...], domain) -> tuple[Any, Callable] | None:
         """A part's warm start: the potentials of the parts it holds, renamed into its
         names, a step, and the model's marginals in its names; None for a part of columns
         never fitted. A part near its optimum halves its step at nearly every step (a single
         column's within a few dozen), and AIM refits every part every round, so the step is
-        the longest any part it holds ever took, or any part's now (one still moving), as
-        one fit of the whole model would carry: the line search halves a step too long at
-        the cost of a step, and lengthens one too short by 1 % a step."""
+        the longest of the steps its parts were resumed from or ended at, and every part's
+        step now (one still moving), as one fit of the whole model would carry: the line
+        search halves a step too long at the cost of a step, and lengthens one too short by
+        1 % a step."""
         held = [old for old in self._states if set(old) <= set(part)]
         if not held:
             return None
