@@ -47,8 +47,7 @@ def one(name: str, epsilon: float, share: float, seed: int, methods: list[str],
     real = summary(sweep(grid(methods, [epsilon], 1, fixed=DEMO), train, test, schema, delta,
                          n_jobs=1), methods).set_index("method")
     predicted = found.predicted.set_index("method")
-    both = [m for m in methods if predicted.at[m, "tvd2"] is not None
-            and real.at[m, "tvd2"] is not None]
+    both = [m for m in methods if _known(predicted.at[m, "tvd2"]) and _known(real.at[m, "tvd2"])]
     rho = spearmanr([predicted.at[m, "tvd2"] for m in both],
                     [real.at[m, "tvd2"] for m in both]).statistic
     best = min(both, key=lambda m: real.at[m, "tvd2"])
@@ -68,8 +67,8 @@ def scored(runs: list[dict]) -> dict:
     recommended method's real median against the best one's."""
     from scipy.stats import spearmanr
 
-    real = {m: statistics.median(v) for m in runs[0]["real"]
-            if (v := [r["real"][m] for r in runs if r["real"][m] is not None])}
+    real = {m: statistics.median(r["real"][m] for r in runs) for m in runs[0]["real"]
+            if all(r["real"][m] is not None for r in runs)}  # the best ran on every seed
     methods = [m for m in real if all(r["predicted"][m] is not None for r in runs)]
     if len(methods) < 2:
         return {"real_median": real, "best": None, "runs": len(runs)}
@@ -84,8 +83,24 @@ def scored(runs: list[dict]) -> dict:
             "runs": len(runs)}
 
 
+def _known(value) -> bool:
+    """A figure that was measured (a method that failed has None, or NaN in a frame)."""
+    return value is not None and value == value
+
+
 def _round(value):
-    return None if value is None else round(float(value), 4)
+    return round(float(value), 4) if _known(value) else None
+
+
+def _key(run: dict) -> tuple:
+    return run["table"], run["share"], run["stand_in"]
+
+
+def _heading(table: str, share: float, stand_in: str) -> str:
+    """A by_table entry's name; the default stand-in's keeps the short form."""
+    from synth.sweep import STAND_IN
+
+    return f"{table} at share {share:g}" + ("" if stand_in == STAND_IN else f" by {stand_in}")
 
 
 def main() -> None:
@@ -100,8 +115,8 @@ def main() -> None:
     parser.add_argument("--stand-in", default=STAND_IN)
     args = parser.parse_args()
     results = json.loads(OUT.read_text()) if OUT.exists() else {"runs": []}
-    kept = [r for r in results["runs"]
-            if r["table"] not in args.tables or r["share"] != args.share]
+    kept = [r for r in results["runs"] if r["table"] not in args.tables
+            or (r["share"], r["stand_in"]) != (args.share, args.stand_in)]
     fresh = []
     for name in args.tables:
         for seed in range(args.seeds):
@@ -109,9 +124,8 @@ def main() -> None:
                              args.stand_in))
             print(json.dumps(fresh[-1]), flush=True)
     runs = kept + fresh
-    by_table = {f"{name} at share {share:g}": scored([r for r in runs if r["table"] == name
-                                                       and r["share"] == share])
-                for name, share in sorted({(r["table"], r["share"]) for r in runs})}
+    by_table = {_heading(*key): scored([r for r in runs if _key(r) == key])
+                for key in sorted({_key(r) for r in runs})}
     results = {"about": __doc__.splitlines()[0], "targets": {"spearman": 0.7, "regret": 0.10},
                "by_table": by_table, "runs": runs}
     tmp = OUT.with_suffix(".json.tmp")  # atomically: an interrupted run keeps the last file
