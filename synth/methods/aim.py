@@ -177,8 +177,8 @@ class AIM(Synthesizer):
         cells = max(3, int(population.public().rows / one_way.sigma))  # for each number
         binds = column_widths(schema, self.bins, self.exact_integers) != column_widths(
             schema, min(self.bins, cells), min(self.exact_integers, cells))
-        capped = (f"; a number in at most {cells} cells, as many as its noise leaves worth "
-                  "counting" if binds else "")
+        capped = (f"; a number in at most {cells} cells (and a float's 0 in one of its "
+                  "own), as many as its noise leaves worth counting" if binds else "")
         return Recipe((
             Step(MEASURE, one_way, mechanism="Gaussian, zCDP",
                  meaning=f"every column's counts within ±{figure(one_way.sigma)} rows "

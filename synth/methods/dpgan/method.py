@@ -107,8 +107,9 @@ class DPGAN(Synthesizer):
         Param("bins", int, low=1, label="Bins per numeric column",
               help="Equal-width bins over each numeric column's bounds in the model."),
         Param("exact_integers", int, low=0, label="Exact integers up to",
-              help="Integer columns with at most this many values get a cell per value; 0 "
-                   "bins every numeric column."))
+              help="Integer columns with at most this many values get a cell per value, "
+                   "wider ones a cell for each bound and a float a cell for 0; 0 bins every "
+                   "numeric column equally."))
 
     def __init__(self, epochs: float = 10.0, batch_size: int = 128, components: int = 64,
                  critic_hidden: int = 32, generator_batch: int = 2048, lr_critic: float = 3e-3,
