@@ -100,17 +100,19 @@ def _edges(col: Column, bins: int, exact_integers: int) -> np.ndarray:
     range, otherwise about ``bins`` bins with each bound a one-value bin (a capital gain of
     0, a top-coded 99,999); every bin holds whole numbers, so decoding never invents
     fractions. A float gets its ``bins`` equal bins and, where its range holds 0, a bin
-    [0, the next float) for 0 alone: real amounts and balances pile up there (no claim, an
-    empty account), and an 85 % zero claim amount was released with no zeros at all, drawn
-    across the first of 32 bins. (A bin for each bound instead cost MST a tenth on pairs
-    where learned bounds lie beyond the data: noise in two empty cells, released on them.)
+    [0, the next float) for 0 alone (splitting the equal bin that held it): real amounts and
+    balances pile up there (no claim, an empty account), and an 85 % zero claim amount was
+    released with no zeros at all, drawn across the first of 32 bins. (A bin for each bound
+    instead cost MST a tenth on pairs where learned bounds lie beyond the data: noise in
+    two empty cells, released on them.)
     """
     lo, hi = col.lower, col.upper
     if not exact_integers or (hi == lo and not col.integer):
         return np.linspace(lo, hi, (1 if hi == lo else bins) + 1)
     if not col.integer:
         edges = np.linspace(lo, hi, bins + 1)
-        if lo <= 0 <= hi:
+        if lo <= 0 <= hi:  # an edge a rounding away from 0 is 0: no sliver of a bin beside it
+            edges[np.abs(edges) <= 4 * np.finfo(float).eps * max(-lo, hi)] = 0.0
             edges = np.unique(np.concatenate([edges, [0.0, np.nextafter(0.0, np.inf)]]))
         return edges
     lo, hi = int(np.ceil(lo)), int(np.floor(hi))
@@ -126,9 +128,8 @@ BINS = Param("bins", int, low=1, advanced=False, label="Bins per numeric column"
                   "detail, and spread the noise over more cells.")
 EXACT_INTEGERS = Param("exact_integers", int, low=0, label="Exact integers up to",
                        help="Integer columns with at most this many values get a cell per "
-                            "value, so spikes such as 40 hours a week survive, wider ones a "
-                            "cell for each bound, and a float a cell for 0 (no claim); 0 "
-                            "bins every numeric column equally.")
+                            "value, so spikes such as 40 hours a week survive; 0 bins every "
+                            "numeric column.")
 
 
 class Discretizer:

@@ -148,6 +148,32 @@ def test_a_floats_zero_is_a_bin_of_its_own():
     assert plain.edges["amount"].tolist() == np.linspace(0, 1_000, 9).tolist()
 
 
+@pytest.mark.parametrize("lo, hi, bins", [(0.0, 5.0, 1), (-4.0, 0.0, 8), (-4.0, 4.0, 8),
+                                          (-0.3, 0.7, 10), (-0.013, 0.091, 32),
+                                          (-1e-300, 1e-300, 4), (2.0, 9.0, 8), (-9.0, -2.0, 8)])
+def test_a_floats_zero_cell_holds_in_every_range(lo, hi, bins):
+    """Wherever 0 lies in a float's range (a bound, an equal bin's edge, inside a bin, a
+    rounding away from an edge), its codes rise strictly, 0 and −0.0 share a cell that
+    decodes to 0 alone, no cell is a sliver a rounding wide beside it, and the column
+    takes no more cells than the plans count; a range without 0 keeps its equal bins."""
+    from synth.encoding import Discretizer, column_widths
+
+    schema = Schema((Column("x", "numeric", lower=lo, upper=hi),))
+    disc = Discretizer(schema, bins=bins, exact_integers=128)
+    e = disc.edges["x"]
+    assert (np.diff(e) > 0).all() and e[0] == lo and e[-1] in (hi, np.nextafter(hi, 1))
+    assert disc.sizes[0] <= column_widths(schema, bins, 128)[0]
+    if not lo <= 0 <= hi:
+        assert e.tolist() == np.linspace(lo, hi, bins + 1).tolist()
+        return
+    zero = disc.codes(pd.DataFrame({"x": [0.0, -0.0]}))[:, 0]
+    assert zero[0] == zero[1] and e[zero[0] + 1] == np.nextafter(0, 1)
+    near = (np.abs(e) > 0) & (np.abs(e) < 1e-9 * max(-lo, hi))
+    assert not near[e != np.nextafter(0, 1)].any(), e  # no sliver beside 0
+    back = disc.decode(np.full((50, 1), zero[0]), np.random.default_rng(0))["x"]
+    assert (back == 0).all()
+
+
 @pytest.mark.parametrize("method", ["independent", "mst"])
 def test_a_zero_inflated_amount_keeps_its_zeros(method):
     """A claim amount that is 0 for 85 % of 20,000 policies (a float, its bounds learned)

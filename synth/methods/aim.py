@@ -16,9 +16,9 @@ Only candidates that keep the model's junction tree under a limit growing with t
 spent are eligible. The rounds stop when the budget is spent; the last one takes whatever is
 left, so the total is exactly the stage's.
 
-A number gets at most n/σ cells (at least 3), σ the 1-way noise: beyond that a cell holds
-fewer rows on average than its noise, the marginal is noise and no round can afford to
-measure it again.
+A number gets at most n/σ equal cells (at least 3; a float's 0 one of its own besides), σ
+the 1-way noise: beyond that a cell holds fewer rows on average than its noise, the marginal
+is noise and no round can afford to measure it again.
 It is a rule of public facts (n, or k·U per person, and the budget), so the plan shows it.
 On the person-month panel (k = 3, 1,250 people) at ε = 1, age's 75 and hours' 100 values
 with a cell each gave a median 2-way TVD of 0.205, level with independent columns; in at

@@ -41,7 +41,8 @@ class IndependentMarginals(Synthesizer):
     bins : equal-width bins per numeric column (over its public or learned bounds).
     exact_integers : integer columns whose range has at most this many values get one cell per
         value, so spikes such as 40 hours a week survive (wider ones a cell for each bound,
-        a float a cell for 0: no claim); 0 bins every numeric column equally.
+        a float whose range holds 0 a cell for 0: no claim); 0 bins every numeric column
+        equally.
     """
 
     name = "independent"

@@ -66,7 +66,8 @@ class MST(Synthesizer):
     Parameters
     ----------
     bins, exact_integers : how numbers become codes (:data:`synth.encoding.BINS`); one code per
-        value of a small integer range keeps spikes such as 40 hours a week.
+        value of a small integer range keeps spikes such as 40 hours a week, and a float's 0
+        its zeros.
     iterations : mirror-descent steps of the graphical model's estimation.
     """
 

@@ -2,9 +2,10 @@
 sees the critic, so it and everything sampled from it are post-processing.
 
 Model space (from the public schema only): every column becomes one softmax block, categories
-as they are and numbers as integer-aware bins over their public bounds (see
-:class:`~synth.encoding.Discretizer`), so point masses such as a capital gain of 0 or 40 hours
-a week come back exactly, and integers stay integers within their bounds.
+as they are and numbers as shape-aware bins over their public bounds (see
+:class:`~synth.encoding.Discretizer`), so point masses such as a capital gain of 0, a claim
+amount of 0 or 40 hours a week come back exactly, and integers stay integers within their
+bounds.
 
 The networks are in :mod:`.networks` (a latent-class mixture generator, whose moving average is
 released) and DP-SGD's set-up and loop in :mod:`.training`, imported only when a GAN is fitted
@@ -108,8 +109,8 @@ class DPGAN(Synthesizer):
               help="Equal-width bins over each numeric column's bounds in the model."),
         Param("exact_integers", int, low=0, label="Exact integers up to",
               help="Integer columns with at most this many values get a cell per value, "
-                   "wider ones a cell for each bound and a float a cell for 0; 0 bins every "
-                   "numeric column equally."))
+                   "wider ones a cell for each bound and a float whose range holds 0 a cell "
+                   "for 0; 0 bins every numeric column equally."))
 
     def __init__(self, epochs: float = 10.0, batch_size: int = 128, components: int = 64,
                  critic_hidden: int = 32, generator_batch: int = 2048, lr_critic: float = 3e-3,
