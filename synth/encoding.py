@@ -122,6 +122,11 @@ def _edges(col: Column, bins: int, exact_integers: int) -> np.ndarray:
     return np.unique(np.concatenate([[lo], inner, [hi, hi + 1]])).astype(float)
 
 
+def _one_value(edges: np.ndarray) -> np.ndarray:
+    """Which bins of a float's ``edges`` hold one value alone: [0, the next float) for 0."""
+    return edges[1:] == np.nextafter(edges[:-1], np.inf)
+
+
 # the parameters of a method that counts a Discretizer's codes (independent, MST, AIM)
 BINS = Param("bins", int, low=1, advanced=False, label="Bins per numeric column",
              help="Equal-width bins over each numeric column's bounds: more bins keep more "
@@ -201,7 +206,7 @@ class Discretizer:
             if np.all(last >= first):  # every bin holds a whole number: name them
                 return [f"{a:g}" if a == b else f"{a:g}{'–' if a >= 0 else ' to '}{b:g}"
                         for a, b in zip(first, last, strict=True)]
-        alone = e[1:] == np.nextafter(e[:-1], np.inf)  # a bin of one value (a float's 0)
+        alone = _one_value(e)
         return [f"{e[k]:.4g}" if alone[k] else
                 (f"({e[k - 1]:.4g}, " if k and alone[k - 1] else f"[{e[k]:.4g}, ")
                 + f"{e[k + 1]:.4g}{']' if k == len(e) - 2 else ')'}"
@@ -225,8 +230,8 @@ class Discretizer:
                 last = np.maximum(np.minimum(last, np.floor(col.upper)), first)
                 data[col.name] = first + np.floor(rng.random(len(c)) * (last - first + 1))
             else:  # a one-value bin gives the value itself
-                data[col.name] = np.where(b > np.nextafter(a, np.inf),
-                                          a + rng.random(len(c)) * (b - a), a)
+                data[col.name] = np.where(_one_value(edges)[c], a,
+                                          a + rng.random(len(c)) * (b - a))
         return pd.DataFrame(data)
 
 
