@@ -383,6 +383,14 @@ def selection_event(n: int, rho: float, count: int = 1, rows_per_unit: int = 1
     return Exponential(math.sqrt(8 * rho), fraction_linf(n, rows_per_unit), count)
 
 
+def noise_l1(event: Gaussian, cells: float | np.ndarray) -> float | np.ndarray:
+    """The expected L1 size of the event's noise on a marginal of ``cells`` cells,
+    √(2/π)·σ·cells: what measuring it adds to its error. A pick weighs a marginal's error
+    against it (AIM's rule), so a wide marginal whose measurement would be mostly noise is
+    not preferred for its width."""
+    return math.sqrt(2 / math.pi) * event.sigma * cells
+
+
 def select(scores: np.ndarray, event: Exponential) -> np.ndarray:
     """The ``event.count`` workloads of highest noisy score (Gumbel top-k); a score of −∞
     (a workload already measured) is never picked."""

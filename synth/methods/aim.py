@@ -47,7 +47,15 @@ import pandas as pd
 from synth.data import figure
 from synth.encoding import BINS, EXACT_INTEGERS, Discretizer, column_widths, finalize
 from synth.errors import ParameterError
-from synth.marginals import check_audible, count, marginal, measure, measurement_event, select
+from synth.marginals import (
+    check_audible,
+    count,
+    marginal,
+    measure,
+    measurement_event,
+    noise_l1,
+    select,
+)
 from synth.methods.base import FitContext, Synthesizer
 from synth.methods.pgm import Measurement, Model, draw_seconds
 from synth.plan import Recipe, Step
@@ -235,7 +243,7 @@ class AIM(Synthesizer):
                     or model.size([*cliques, c]) <= limit]
             pick = Exponential(math.sqrt(8 * rho_select), sensitivity)
             gauge = measurement_event(histogram_l2(1, k), rho_measure)
-            expected = math.sqrt(2 / math.pi) * gauge.sigma * cells
+            expected = noise_l1(gauge, cells)
             answers = {i: ctx.beat() or model.marginal(chosen[i]) for i in fits}
             scores = np.full(len(chosen), -np.inf)
             for i, answer in answers.items():
