@@ -21,7 +21,7 @@ from synth.schema import Schema
 # first at every ε from 0.5 to 8 there and at ε = 1 on the census sample (three rehearsal runs
 # of every method, benchmarks/rehearsal.py), and at or below MST's median at every ε on the
 # census sample and a generated bank-like table (peers.py --table census|bank, 3 seeds);
-# where the budget is smallest for the table, MST's median is level with it (the churn-like
+# where the budget is small for the table, MST's median is level with it (the churn-like
 # table at ε = 0.5, the person-month panel at ε = 1: tests/test_recommend.py's LEVEL)
 RANKED = ("aim", "dpselect", "mst", "gsd", "independent")
 PATIENCE = 600.0  # seconds on 2 cores a steward is asked to wait before the next one is tried

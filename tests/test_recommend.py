@@ -34,7 +34,7 @@ def test_the_order_is_the_benchmarks_at_epsilon_1():
 
 
 # (table, ε) where MST's median 2-way TVD is below AIM's, by at most LEVEL_BY and inside both
-# spreads: the smallest budgets for their tables, as WHY and docs/methods/mst-aim.md say
+# spreads: small budgets for their tables, as WHY and docs/methods/mst-aim.md say
 LEVEL = {("churn", 0.5), ("panel", 1.0)}
 LEVEL_BY = 0.002
 
@@ -59,8 +59,10 @@ def test_aim_is_never_behind_mst_and_nothing_worsens_with_epsilon():
                 medians.setdefault(method, {})[float(eps)] = cell["tvd2"]["median"]
             if method == "aim" and f"mst at ε={eps}" in summary:
                 behind = cell["tvd2"]["median"] - summary[f"mst at ε={eps}"]["tvd2"]["median"]
-                level = LEVEL_BY if (name, float(eps)) in LEVEL else 0.0
-                assert behind <= level, (name, eps, behind)
+                if (name, float(eps)) in LEVEL:  # level either way, as WHY says
+                    assert abs(behind) <= LEVEL_BY, (name, eps, behind)
+                else:
+                    assert behind <= 0, (name, eps, behind)
         for method, by_eps in medians.items():
             curve = [by_eps[eps] for eps in sorted(by_eps)]
             assert curve == sorted(curve, reverse=True), (name, method, curve)
