@@ -174,11 +174,7 @@ class MST(Synthesizer):
         ones = np.split(noisy, np.cumsum(sizes)[:-1])
         measured = [Measurement((j,), ones[j], one_way.sigma) for j in range(d)]
         ctx.progress(MEASURE, 1, 1 + 2 * (d - 1))
-        if d > 1:
-            noise = noise_l1(edge, np.array([sizes[a] * sizes[b] for a, b in pairs]))
-            tree = self._tree(pairs, true, ones, noise, pick, ctx, d)
-        else:
-            tree = []
+        tree = self._tree(pairs, true, ones, edge, pick, ctx, d) if d > 1 else []
         for t, pair in enumerate(tree):
             self.ledger_.charge(MEASURE, edge, f"2-way marginal of {_label(schema, pair)}")
             measured.append(Measurement(pair, measure(true[pair], edge), edge.sigma))
@@ -191,11 +187,12 @@ class MST(Synthesizer):
                                               partial(ctx.progress, ESTIMATE)))
         self.discretizer_, self.tree_ = disc, [_label(schema, p) for p in tree]
 
-    def _tree(self, pairs, true, ones, noise, pick, ctx, d) -> list[tuple[int, int]]:
+    def _tree(self, pairs, true, ones, edge, pick, ctx, d) -> list[tuple[int, int]]:
         """Kruskal's algorithm with private picks: each of d − 1 rounds picks, by the
         exponential mechanism, among the pairs that join two parts of the forest, the one
-        the independent model answers worst (L1 distance in counts) net of ``noise``, the
-        L1 its measurement would add (public: σ and the pair's cells)."""
+        the independent model answers worst (L1 distance in counts) net of the L1 that its
+        measurement by ``edge`` would add (public: σ and the pair's cells)."""
+        noise = noise_l1(edge, np.array([len(ones[a]) * len(ones[b]) for a, b in pairs]))
         p = [np.clip(o, 0, None) for o in ones]
         p = [o / o.sum() if o.sum() > 0 else np.full(len(o), 1 / len(o)) for o in p]
         n = self.population_.rows
