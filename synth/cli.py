@@ -40,6 +40,7 @@ from synth.errors import Cancelled, DataError, ParameterError, SynthError, check
 from synth.methods import METHODS, FitContext, Progress, Spent, StageStarted, parse_settings
 from synth.methods.base import check_rows
 from synth.privacy.budget import cautions, default_delta, epsilon_text
+from synth.privacy.domains import DOMAIN
 from synth.privacy.unit import PrivacyUnit
 from synth.protocol import protocol_split
 from synth.recommend import recommend
@@ -427,10 +428,11 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(found.to_dict(), indent=2))
         return 0
-    cost = found.stand_in.ledger
+    cost, domain = found.stand_in.ledger, found.stand_in.shares.get(DOMAIN)
     print(f"stand-in: {found.stand_in.method} at ε={epsilon_text(cost['total_epsilon'])}, "
-          f"δ={cost['total_delta']:.3g}, charged to {Path(args.data).name}; every run below "
-          f"read the stand-in only (no further cost)")
+          f"δ={cost['total_delta']:.3g}, charged to {Path(args.data).name}"
+          + (f" (a domain share of {domain:g} of it learns the domains)" if domain else "")
+          + "; every run below read the stand-in only (no further cost)")
     print(f"predicted at ε={args.epsilon:g} (2-way TVD against the stand-in, median of "
           f"{args.seeds} seed{'s' * (args.seeds > 1)}):")
     for row in found.predicted.itertuples(index=False):

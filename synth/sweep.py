@@ -35,6 +35,7 @@ import pandas as pd
 from synth.account import TableAccount
 from synth.errors import ParameterError, SynthError, without_values
 from synth.privacy.budget import default_delta
+from synth.privacy.domains import DOMAIN
 from synth.privacy.unit import PrivacyUnit
 from synth.protocol import cut_points
 from synth.release import write_file
@@ -44,7 +45,7 @@ from synth.status import CANCELLED, FAILED, ended
 from synth.store import SWEEP, RunEntry, RunStore, StoreError
 
 if TYPE_CHECKING:
-    from synth.runs import RunRecord
+    from synth.runs import Run, RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -316,7 +317,8 @@ class Rehearsal:
         return {"epsilon": self.epsilon,
                 "stand_in": {"method": self.stand_in.method,
                              "epsilon": ledger["total_epsilon"],
-                             "delta": ledger["total_delta"]},
+                             "delta": ledger["total_delta"],
+                             "shares": self.stand_in.shares},
                 "predicted": {row.method: {key: _plain(getattr(row, key)) for key in
                                            ("tvd2", "tvd2_min", "tvd2_max", "accuracy",
                                             "seconds", "runs", "error")}
@@ -356,7 +358,7 @@ def rehearse(table: pd.DataFrame, schema: Schema, jobs: Sequence[Job], share: fl
     if n_jobs == 0:
         raise ParameterError("n_jobs must be ≥ 1, or negative (-1: every core), got 0")
     from synth.methods import FitContext
-    from synth.runs import Run, split
+    from synth.runs import split
 
     epsilon = max(job.epsilon for job in jobs)
     delta = default_delta(len(table)) if delta is None else delta
@@ -364,8 +366,7 @@ def rehearse(table: pd.DataFrame, schema: Schema, jobs: Sequence[Job], share: fl
     # validation parts of it: a grid none of whose runs can run there is refused unpaid
     tried = cut_points(len(table))[1] if schema.target is not None else len(table)
     _check_tried(jobs, schema.public_view(), delta, tried)
-    paid = Run(stand_in, schema, share * epsilon, delta, account=account, store=store,
-               rows=len(table))
+    paid = stand_in_run(stand_in, schema, share * epsilon, delta, len(table), account, store)
     record = paid(table, schema, ctx=FitContext(should_stop=should_stop), measure=False)
     # from here on, only the stand-in is read: post-processing, charged to nobody. Its runs
     # see the schema's public view (domains read off the table are the table's, not the
@@ -380,6 +381,28 @@ def rehearse(table: pd.DataFrame, schema: Schema, jobs: Sequence[Job], share: fl
     methods = list(dict.fromkeys(job.method for job in jobs))
     predicted = summary(runs[runs["epsilon"] == epsilon], methods)
     return Rehearsal(epsilon, record, runs, predicted, recommended(predicted))
+
+
+def stand_in_run(method: str, schema: Schema, epsilon: float, delta: float, rows: int,
+                 account: TableAccount | None = None, store: RunStore | None = None) -> Run:
+    """The stand-in's run at ``epsilon``. A stand-in's ε is small, where bounds learned at the
+    default domain share may be noise (refused): then the smallest domain share, on the app's
+    steps, whose plan refuses nothing. A split of the same ε, chosen from public facts (the
+    schema and the row count): a stand-in whose ranges are noise would mislead every run
+    tried on it, while its model's part shrinks only where the bounds need it."""
+    from synth.plan import MOST_DOMAIN_SHARE, SHARE_STEP
+    from synth.runs import Run
+
+    run = Run(method, schema, epsilon, delta, account=account, store=store, rows=rows)
+    given = run.budget.shares.get(DOMAIN)
+    if given is None or not run.plan.refusals:
+        return run
+    for step in range(round(given / SHARE_STEP) + 1, round(MOST_DOMAIN_SHARE / SHARE_STEP) + 1):
+        wider = Run(method, schema, epsilon, delta, shares={DOMAIN: round(step * SHARE_STEP, 2)},
+                    account=account, store=store, rows=rows)
+        if not wider.plan.refusals:
+            return wider
+    return run  # refused at every share: the run's own refusal says what would clear it
 
 
 def _check_tried(jobs: Sequence[Job], schema: Schema, delta: float, rows: int) -> None:

@@ -7,11 +7,14 @@ import os
 import subprocess
 import sys
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from synth.account import TableAccount
 from synth.data import sample_paths
 from synth.errors import ParameterError
+from synth.schema import infer_schema
 from synth.store import RUN, SWEEP, RunStore
 from synth.sweep import rehearse, trial
 
@@ -105,4 +108,54 @@ def test_a_rehearsal_none_of_whose_runs_could_run_is_refused_unpaid(sample, tmp_
     doomed = trial(["gsd"], 1.0, seeds=1, fixed={"gsd": {"rows": 10**9}})
     with pytest.raises(ParameterError, match="nothing was spent: gsd: rows = 1,000,000,000"):
         rehearse(table, schema, doomed, account=account)
+    assert account.usage().epsilon == 0
+
+
+def _heavy(rows: int) -> pd.DataFrame:
+    """Ages, a heavy-tailed amount and a category list, every domain private (learned)."""
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({"age": rng.integers(18, 90, rows),
+                         "amount": np.round(rng.lognormal(5, 1.5, rows), 2),
+                         "kind": rng.choice(["a", "b", "c"], rows)})
+
+
+def test_a_small_stand_in_gives_its_learned_bounds_the_share_they_need(tmp_path, monkeypatch):
+    """At a stand-in's small ε the default domain share would learn bounds that are noise (the
+    plan refuses them): the stand-in takes the smallest domain share that clears the plan, out
+    of the same ε, and its bounds hold the bulk of a heavy-tailed column."""
+    from synth.privacy.budget import default_delta
+    from synth.runs import Run
+
+    monkeypatch.setenv("SYNTH_HOME", str(tmp_path))
+    table = _heavy(5_000)
+    schema = infer_schema(table).confirm()
+    delta = default_delta(len(table))
+    assert Run("aim", schema, 0.3, delta, rows=len(table)).plan.refusals  # the default share
+    account = TableAccount.of(table, "heavy")
+    found = rehearse(table, schema, trial(["independent"], 1.0), share=0.3, account=account)
+    domain = found.stand_in.shares["domain"]
+    assert 0.2 < domain <= 0.9
+    assert not Run("aim", schema, 0.3, delta, shares={"domain": domain},
+                   rows=len(table)).plan.refusals
+    assert Run("aim", schema, 0.3, delta, shares={"domain": round(domain - 0.05, 2)},
+               rows=len(table)).plan.refusals  # the smallest: a step less is refused
+    assert account.usage().epsilon == pytest.approx(0.3)
+    assert found.stand_in.ledger["total_epsilon"] == pytest.approx(0.3)
+    released = found.stand_in.schema["amount"]
+    inside = table["amount"].between(released.lower, released.upper).mean()
+    assert inside >= 0.8, (released.lower, released.upper, inside)
+
+
+def test_a_stand_in_no_domain_share_can_clear_is_refused_unpaid(tmp_path, monkeypatch):
+    """Where no domain share makes the stand-in's bounds more than noise, the rehearsal is
+    refused by the stand-in's own plan, with its ways out, before anything is read."""
+    from synth.errors import BudgetError
+
+    monkeypatch.setenv("SYNTH_HOME", str(tmp_path))
+    table = _heavy(2_000)
+    schema = infer_schema(table).confirm()
+    account = TableAccount.of(table, "heavy")
+    with pytest.raises(BudgetError, match="would be noise") as refused:
+        rehearse(table, schema, trial(["independent"], 4.0), share=0.05, account=account)
+    assert refused.value.fixes
     assert account.usage().epsilon == 0
