@@ -318,7 +318,8 @@ class Rehearsal:
                 "stand_in": {"method": self.stand_in.method,
                              "epsilon": ledger["total_epsilon"],
                              "delta": ledger["total_delta"],
-                             "shares": self.stand_in.shares},
+                             "shares": {stage: round(part, 6) for stage, part
+                                        in self.stand_in.shares.items()}},
                 "predicted": {row.method: {key: _plain(getattr(row, key)) for key in
                                            ("tvd2", "tvd2_min", "tvd2_max", "accuracy",
                                             "seconds", "runs", "error")}
@@ -357,6 +358,7 @@ def rehearse(table: pd.DataFrame, schema: Schema, jobs: Sequence[Job], share: fl
                              "with a privacy unit")
     if n_jobs == 0:
         raise ParameterError("n_jobs must be ≥ 1, or negative (-1: every core), got 0")
+    schema.check_declared()  # proposals read off the table must not steer the stand-in's plan
     from synth.methods import FitContext
     from synth.runs import split
 
@@ -367,6 +369,15 @@ def rehearse(table: pd.DataFrame, schema: Schema, jobs: Sequence[Job], share: fl
     tried = cut_points(len(table))[1] if schema.target is not None else len(table)
     _check_tried(jobs, schema.public_view(), delta, tried)
     paid = stand_in_run(stand_in, schema, share * epsilon, delta, len(table), account, store)
+    if paid.plan.refusals:  # the ε its ways out name is the stand-in's: say so
+        from synth.plan import MOST_DOMAIN_SHARE
+
+        widened = (f" with any domain share up to {MOST_DOMAIN_SHARE:g}"
+                   if DOMAIN in paid.budget.shares else "")
+        raise type(paid.plan.refusals[0])(
+            f"the stand-in, at ε = {share * epsilon:.3g} (a share of {share:g} of ε = "
+            f"{epsilon:g}), is refused{widened}: {paid.plan.refusals[0]} (an ε named there is "
+            f"the stand-in's: raise the share or ε until their product reaches it)") from None
     record = paid(table, schema, ctx=FitContext(should_stop=should_stop), measure=False)
     # from here on, only the stand-in is read: post-processing, charged to nobody. Its runs
     # see the schema's public view (domains read off the table are the table's, not the
@@ -388,21 +399,25 @@ def stand_in_run(method: str, schema: Schema, epsilon: float, delta: float, rows
     """The stand-in's run at ``epsilon``. A stand-in's ε is small, where bounds learned at the
     default domain share may be noise (refused): then the smallest domain share, on the app's
     steps, whose plan refuses nothing. A split of the same ε, chosen from public facts (the
-    schema and the row count): a stand-in whose ranges are noise would mislead every run
-    tried on it, while its model's part shrinks only where the bounds need it."""
+    schema's public view and the row count): a stand-in whose ranges are noise would mislead
+    every run tried on it, while its model's part shrinks only where the bounds need it.
+    Refused at every share, the run at the default share is returned."""
     from synth.plan import MOST_DOMAIN_SHARE, SHARE_STEP
     from synth.runs import Run
 
-    run = Run(method, schema, epsilon, delta, account=account, store=store, rows=rows)
-    given = run.budget.shares.get(DOMAIN)
-    if given is None or not run.plan.refusals:
-        return run
-    for step in range(round(given / SHARE_STEP) + 1, round(MOST_DOMAIN_SHARE / SHARE_STEP) + 1):
-        wider = Run(method, schema, epsilon, delta, shares={DOMAIN: round(step * SHARE_STEP, 2)},
-                    account=account, store=store, rows=rows)
-        if not wider.plan.refusals:
-            return wider
-    return run  # refused at every share: the run's own refusal says what would clear it
+    public = schema.public_view()
+    default = Run(method, public, epsilon, delta, rows=rows)
+    given, share = default.budget.shares.get(DOMAIN), None
+    if given is not None and default.plan.refusals:
+        steps = range(round(given / SHARE_STEP) + 1, round(MOST_DOMAIN_SHARE / SHARE_STEP) + 1)
+        for share in (round(step * SHARE_STEP, 2) for step in steps):
+            if not Run(method, public, epsilon, delta, shares={DOMAIN: share},
+                       rows=rows).plan.refusals:
+                break
+        else:
+            share = None  # refused at every share: the default's plan says why
+    return Run(method, schema, epsilon, delta, shares=None if share is None else {DOMAIN: share},
+               account=account, store=store, rows=rows)
 
 
 def _check_tried(jobs: Sequence[Job], schema: Schema, delta: float, rows: int) -> None:

@@ -16,7 +16,7 @@ from synth.data import sample_paths
 from synth.errors import ParameterError
 from synth.schema import infer_schema
 from synth.store import RUN, SWEEP, RunStore
-from synth.sweep import rehearse, trial
+from synth.sweep import rehearse, stand_in_run, trial
 
 from .conftest import REPO
 
@@ -139,6 +139,9 @@ def test_a_small_stand_in_gives_its_learned_bounds_the_share_they_need(tmp_path,
                    rows=len(table)).plan.refusals
     assert Run("aim", schema, 0.3, delta, shares={"domain": round(domain - 0.05, 2)},
                rows=len(table)).plan.refusals  # the smallest: a step less is refused
+    other = table.assign(amount=table["amount"] * 3.7, age=table["age"] + 5)  # other values
+    assert stand_in_run("aim", infer_schema(other).confirm(), 0.3, delta,
+                        len(other)).budget.shares["domain"] == domain  # public facts decide
     assert account.usage().epsilon == pytest.approx(0.3)
     assert found.stand_in.ledger["total_epsilon"] == pytest.approx(0.3)
     released = found.stand_in.schema["amount"]
@@ -146,10 +149,26 @@ def test_a_small_stand_in_gives_its_learned_bounds_the_share_they_need(tmp_path,
     assert inside >= 0.8, (released.lower, released.upper, inside)
 
 
+def test_a_rehearsal_on_proposals_read_off_the_table_is_refused_unpaid(tmp_path, monkeypatch):
+    """An unconfirmed schema's integer flags and missing policies are the table's: they may
+    not steer the stand-in's plan, so the rehearsal is refused before anything is charged."""
+    from synth.errors import SchemaError
+
+    monkeypatch.setenv("SYNTH_HOME", str(tmp_path))
+    table = _heavy(2_000)
+    account = TableAccount.of(table, "heavy")
+    with pytest.raises(SchemaError, match="proposals"):
+        rehearse(table, infer_schema(table), trial(["independent"], 1.0), account=account)
+    assert account.usage().runs == 0  # refused before the stand-in's charge was reserved
+
+
 def test_a_stand_in_no_domain_share_can_clear_is_refused_unpaid(tmp_path, monkeypatch):
     """Where no domain share makes the stand-in's bounds more than noise, the rehearsal is
-    refused by the stand-in's own plan, with its ways out, before anything is read."""
+    refused by the stand-in's own plan, its ways out said in the stand-in's ε, before
+    anything is read."""
     from synth.errors import BudgetError
+    from synth.privacy.budget import default_delta
+    from synth.runs import Run
 
     monkeypatch.setenv("SYNTH_HOME", str(tmp_path))
     table = _heavy(2_000)
@@ -157,5 +176,9 @@ def test_a_stand_in_no_domain_share_can_clear_is_refused_unpaid(tmp_path, monkey
     account = TableAccount.of(table, "heavy")
     with pytest.raises(BudgetError, match="would be noise") as refused:
         rehearse(table, schema, trial(["independent"], 4.0), share=0.05, account=account)
-    assert refused.value.fixes
+    said = str(refused.value)
+    assert "at ε = 0.2 (a share of 0.05 of ε = 4)" in said
+    assert "any domain share up to 0.9" in said and "the stand-in's" in said
+    assert Run("aim", schema, 0.2, default_delta(len(table)), shares={"domain": 0.9},
+               rows=len(table)).plan.refusals  # every share was refused, the largest too
     assert account.usage().epsilon == 0
