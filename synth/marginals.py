@@ -132,16 +132,18 @@ class Slot:
         return tuple(b - 2 * a for b, a in zip(self.bins, self.apart, strict=True))
 
 
-def _layout(space: Space, tuples: Sequence[tuple[int, ...]], levels: int, exact: int = 0
-            ) -> tuple[list[Slot], np.ndarray, np.ndarray, list[str]]:
-    """Per workload (a column tuple): its slots, one per level when a column is numeric, laid
-    out one after another; returns the slots and the workloads' bounds, Δ₂ in rows, labels.
-    A row lies in one cell of each slot, so replacing it moves 2 cells per slot: Δ₂ = √(2L)."""
+def _layout(space: Space, tuples: Sequence[tuple[int, ...]], levels: int, exact: int = 0,
+            tree: bool = True) -> tuple[list[Slot], np.ndarray, np.ndarray, list[str]]:
+    """Per workload (a column tuple): its slots, one per level when a column is numeric (the
+    finest only without a ``tree``), laid out one after another; returns the slots and the
+    workloads' bounds, Δ₂ in rows, labels. A row lies in one cell of each slot, so replacing
+    it moves 2 cells per slot: Δ₂ = √(2L) for L slots."""
     slots, bounds, sens, labels = [], [0], [], []
     offset = 0
     for cols in tuples:
         numeric = any(space.cards[c] == 0 for c in cols)
-        for level in range(1, levels + 1) if numeric else [0]:
+        seen = (range(1, levels + 1) if tree else [levels]) if numeric else [0]
+        for level in seen:
             apart = tuple(not space.cards[c] and level == levels
                           and bounds_apart(int(space.steps[c]), levels, exact) for c in cols)
             bins = tuple(int(space.cards[c]) or _bins(int(space.steps[c]), level, levels,
@@ -150,7 +152,7 @@ def _layout(space: Space, tuples: Sequence[tuple[int, ...]], levels: int, exact:
             slots.append(Slot(tuple(cols), bins, offset, apart))
             offset += math.prod(bins)
         bounds.append(offset)
-        sens.append(math.sqrt(2 * (levels if numeric else 1)))
+        sens.append(math.sqrt(2 * len(seen)))
         labels.append(" × ".join(space.names[c] for c in cols))
     return slots, np.array(bounds, dtype=np.int64), np.array(sens), labels
 
@@ -220,17 +222,17 @@ class Marginals(Workloads):
     binary-tree marginal; at the finest level a whole number taking at most ``exact``
     values has an interval per value, and elsewhere each bound is a cell of its own, see
     :func:`bounds_apart`), a categorical one by its codes. A workload holds all cells of all
-    its levels."""
+    its levels; without a ``tree``, of the finest level only."""
 
     def __init__(self, space: Space, tuples: Sequence[tuple[int, ...]], levels: int = 5,
-                 kind: str = "marginals", exact: int = 0):
+                 kind: str = "marginals", exact: int = 0, tree: bool = True):
         if not tuples:
             raise ParameterError(f"query class {kind!r} has no column tuples on this table")
         if int(levels) != levels or not 1 <= levels <= 16:
             raise ParameterError(f"levels must be an integer between 1 and 16, got {levels!r}")
         self.kind, self.space, self.k = kind, space, len(tuples[0])
         self.slots, self.bounds, self.sensitivity, self.labels = _layout(space, tuples, levels,
-                                                                          exact)
+                                                                          exact, tree)
         self._cols = np.array([sl.cols for sl in self.slots], dtype=np.int64)  # (S, k)
         self._bins = np.array([sl.bins for sl in self.slots], dtype=np.int64)
         self.strides = _strides(self._bins)
@@ -289,16 +291,22 @@ class Marginals(Workloads):
         return counts
 
 
-MARGINAL_CLASSES = ("1-way", "cat2", "cat3", "bt")
+MARGINAL_CLASSES = ("1-way", "num1", "cat2", "cat3", "bt")
 
 
 def workloads(space: Space, kind: str, levels: int = 5, exact: int = 0) -> Marginals:
-    """A marginal workload set over ``space`` by name: ``1-way`` (every column's own),
-    ``cat2``/``cat3`` (categorical pairs or triples), ``bt`` (2-way binary-tree marginals of
-    every pair with a numeric column); ``exact`` as :class:`Marginals` takes it."""
+    """A marginal workload set over ``space`` by name: ``1-way`` (every column's own, a
+    number's as a binary tree), ``num1`` (every numeric column's own at its finest intervals
+    only), ``cat2``/``cat3`` (categorical pairs or triples), ``bt`` (2-way binary-tree
+    marginals of every pair with a numeric column); ``exact`` as :class:`Marginals` takes it."""
     if kind == "1-way":
         return Marginals(space, [(j,) for j in range(space.d)], levels=levels, kind=kind,
                          exact=exact)
+    if kind == "num1":
+        if not len(space.numeric):
+            raise ParameterError("query class 'num1' needs a numeric column")
+        return Marginals(space, [(int(j),) for j in space.numeric], levels=levels, kind=kind,
+                         exact=exact, tree=False)
     if kind in ("cat2", "cat3"):
         k, cat = int(kind[-1]), list(space.categorical)
         if len(cat) < k:
@@ -316,9 +324,11 @@ def workloads(space: Space, kind: str, levels: int = 5, exact: int = 0) -> Margi
 
 def workload_size(categorical: Sequence[bool], kind: str, levels: int = 5
                   ) -> tuple[int, float]:
-    """(workloads, Δ₂) of the pairs or triples :func:`workloads` gives, from the column kinds
+    """(workloads, Δ₂) of the marginals :func:`workloads` gives but ``1-way``, from the kinds
     alone, so a plan can be made before any domain is known (no workloads: Δ₂ = 0)."""
     d, c = len(categorical), sum(map(bool, categorical))
+    if kind == "num1":
+        return d - c, math.sqrt(2) if d > c else 0.0
     if kind in ("cat2", "cat3"):
         w = math.comb(c, int(kind[-1]))
         return w, math.sqrt(2) if w else 0.0

@@ -52,6 +52,8 @@ def test_sensitivities_are_the_papers_and_hold_for_replaced_rows(small):
     assert set(classes["cat2"].sensitivity) == {math.sqrt(2)}
     assert set(classes["cat3"].sensitivity) == {math.sqrt(2)}
     assert set(classes["bt"].sensitivity) == {math.sqrt(10)}  # 5 levels
+    assert set(classes["num1"].sensitivity) == {math.sqrt(2)}  # the finest level alone
+    assert [sl.bins for sl in classes["num1"].slots] == [(34,), (34,)]  # 32 and the bounds
     assert set(classes["prefix"].sensitivity) == {math.sqrt(2)}
     assert set(classes["halfspace"].sensitivity) == {1.0}
     assert len(classes["cat2"]) == 3 and len(classes["cat3"]) == 1
@@ -67,7 +69,7 @@ def test_sensitivities_are_the_papers_and_hold_for_replaced_rows(small):
             norms = np.sqrt(np.add.reduceat(diff, q.bounds[:-1])) * n
             worst = np.maximum(worst, norms)
         assert np.all(worst <= q.sensitivity + 1e-9), q.kind
-        if q.kind in ("cat2", "bt"):  # the bound is attained
+        if q.kind in ("cat2", "bt", "num1"):  # the bound is attained
             assert worst.max() == pytest.approx(q.sensitivity.max())
 
 
@@ -370,9 +372,13 @@ def test_one_shot_measures_every_workload_once(small):
                          "max_generations": 500})
     model.fit(frame, schema, Budget(2.0, 1e-6, {QUERIES: 1.0}), FitContext(postprocessing_seed=1))
     entries = model.ledger_.entries
-    assert len(entries) == len(model.measured_) == 3 + 7
+    # each of the 2 numbers' own marginal, then the 3 categorical pairs and 7 with a number
+    assert len(entries) == len(model.measured_) == 2 + 3 + 7
+    assert [m.split(":")[0] for m in model.measured_] == ["num1"] * 2 + ["cat2"] * 3 + ["bt"] * 7
+    numbers = {c.name for c in schema if c.kind == "numeric"}
+    assert {m.split(": ")[1] for m in model.measured_[:2]} == numbers
     rhos = [e.event.rho for e in entries]
-    assert rhos == pytest.approx([rhos[0]] * 10)  # the same share for each
+    assert rhos == pytest.approx([rhos[0]] * 12)  # the same share for each
     assert zcdp_events_epsilon([e.event for e in entries], 1e-6) == pytest.approx(2.0, abs=1e-4)
 
 
@@ -458,8 +464,8 @@ def test_the_search_is_no_larger_than_the_table_by_default(small, n):
 def test_a_narrow_table_is_measured_in_one_shot_by_default(small):
     """20 rounds by default at ε = 1, but the 5-column table offers 10 workloads: picking
     half of them or more costs as much ρ as measuring, so the default picks none and measures
-    all 10 once, each with ρ/10, √2 less noise than 10 rounds' ρ/20. A given T still selects
-    (each workload at most once: 11 rounds are refused)."""
+    all 10 and the 2 numbers' own once, each with ρ/12, less noise than 10 rounds' ρ/20. A
+    given T still selects among the pairs (each at most once: 11 rounds are refused)."""
     frame, schema = small
 
     def fit(params: dict) -> GSD:
@@ -470,13 +476,17 @@ def test_a_narrow_table_is_measured_in_one_shot_by_default(small):
         return [e.event for e in model.ledger_.entries if isinstance(e.event, kind)]
 
     default, adaptive = fit({}), fit({"rounds": 10})
-    assert not events(default, Exponential) and len(default.measured_) == 10
+    assert not events(default, Exponential) and len(default.measured_) == 12
     planned = default.plan_.recipe
-    assert planned["one_shot"] and len(planned.steps) == 10
+    assert planned["one_shot"] and len(planned.steps) == 12
     assert not any(isinstance(step.event, Exponential) for step in planned.steps)
     assert len(events(adaptive, Exponential)) == 10 and len(adaptive.measured_) == 10
-    sigmas = [sorted(e.sigma for e in events(m, Gaussian)) for m in (default, adaptive)]
-    assert sigmas[0] == pytest.approx([s / math.sqrt(2) for s in sigmas[1]], rel=1e-9)
+    assert not any(m.startswith("num1") for m in adaptive.measured_)
+    # σ per unit of Δ₂ is 1/√(2ρ'): ρ' = ρ/12 in one shot, ρ/20 in 10 rounds
+    per_unit = [np.array([e.sigma / e.sensitivity for e in events(m, Gaussian)])
+                for m in (default, adaptive)]
+    assert per_unit[0] == pytest.approx(per_unit[1][0] * math.sqrt(12 / 20), rel=1e-9)
+    assert per_unit[1] == pytest.approx(per_unit[1][0], rel=1e-9)
     assert len(events(fit({"rounds": 5, "per_round": 2}), Exponential)) == 5
     with pytest.raises(ParameterError, match="exceeds the 10 workloads"):
         fit({"rounds": 11})

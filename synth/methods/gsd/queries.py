@@ -9,11 +9,12 @@ of queries answered as fractions of rows, with an L2 sensitivity ``sensitivity[w
 n-row table with n public (one row replaced). Four classes (Liu et al. 2023, §5.2 and the
 note's corrections):
 
-* marginals (``cat2``, ``cat3``, ``bt``), from the marginal primitive
-  (:class:`synth.marginals.Marginals`): k-way categorical marginals, Δ = √2, and 2-way
+* marginals (``num1``, ``cat2``, ``cat3``, ``bt``), from the marginal primitive
+  (:class:`synth.marginals.Marginals`): k-way categorical marginals, Δ = √2, 2-way
   binary-tree range marginals over numeric columns, levels 1…L of 2^ℓ half-open intervals
   (the last one closed; at the finest level each bound a cell of its own where an interval
-  holds several values), Δ = √(2L), since a row lies in exactly one cell of each level;
+  holds several values), Δ = √(2L), since a row lies in exactly one cell of each level, and
+  a numeric column's own marginal at the finest level alone, Δ = √2;
 * :class:`Prefixes`: 1{x_c = v, x_a < τ_a, x_b < τ_b}, a workload being one (a, τ_a, b, τ_b)
   crossed with every value v of c, Δ = √2;
 * :class:`Halfspaces`: 1{⟨θ, onehot(x)⟩ ≤ τ}, θ_i ~ N(0, 1/d), τ ~ N(0, 1), each its own
@@ -45,7 +46,7 @@ from synth.marginals import (
 )
 from synth.marginals import workloads as marginal_workloads
 
-QUERY_CLASSES = ("cat2", "cat3", "bt", "prefix", "halfspace")
+QUERY_CLASSES = ("num1", "cat2", "cat3", "bt", "prefix", "halfspace")
 
 
 # ---- trackers: the loss and the price of an edit ------------------------------------------
