@@ -153,6 +153,42 @@ def test_narrowest_bounds_what_build_makes_from_below(small):
                 assert narrowest(kinds, [name], levels) <= q.sensitivity.min() + 1e-12, name
 
 
+def test_with_units_a_plan_that_passes_is_not_refused_by_the_fit():
+    """The fit plans again at n̂, the private estimate of the rows kept, and may select
+    rounds where the plan, at the public k·U, measured in one shot (with each number's own
+    marginal, Δ₂ = √2, where the rounds' pairs have √10): the drowned-noise check must judge
+    both on the public plan's classes, or a plan that passed would be refused after n̂ was
+    paid for (3 numbers, of which no categorical pair, 32 people of 2 rows, ε = 1.5)."""
+    from synth.privacy.unit import PrivacyUnit
+
+    rng = np.random.default_rng(0)
+    schema = Schema(tuple(Column(c, "numeric", lower=0, upper=1, public=True) for c in "abc"))
+    frame = pd.DataFrame(rng.random((64, 3)), columns=list("abc"))
+    frame["person"] = np.repeat([f"P-{i:06d}" for i in range(32)], 2)
+    budget = Budget(1.5, 1e-6, unit=PrivacyUnit("person", 2))
+    model = make("gsd", {"max_generations": 50})
+    split = model.budget_for(budget, schema)
+    planned = model.plan(Population(64, 32, 2), schema, split)
+    assert not planned.refusals and planned.recipe["one_shot"]
+    for rows in range(32, 65):  # wherever n̂ falls, the fit's own recipe is not refused
+        model.recipe(Population(rows, 32, 2), schema, split)
+    model.fit(frame, schema, budget, FitContext(postprocessing_seed=0))  # cat2 left out
+    assert model.ledger_.total_epsilon <= 1.5 + 1e-9
+
+
+@pytest.mark.parametrize("queries", ["num1", "cat3", "bt"])
+def test_queries_that_give_no_workload_are_refused_by_name(queries):
+    """Two categories give no number's own, no triple and no pair with a number: refused
+    before anything is spent, not a division by zero workloads."""
+    schema = Schema((Column("a", "categorical", categories=("x", "y"), public=True),
+                     Column("b", "categorical", categories=("u", "v"), public=True)))
+    frame = pd.DataFrame({"a": ["x", "y"] * 20, "b": ["u", "v", "v", "u"] * 10})
+    model = make("gsd", {"queries": queries, "one_shot": True})
+    with pytest.raises(ParameterError, match=f"queries '{queries}' give no workload"):
+        model.fit(frame, schema, Budget(1.0, 1e-6))
+    assert not hasattr(model, "ledger_") or model.ledger_.total_epsilon == 0
+
+
 def test_the_plan_refuses_noise_over_every_answers_range_as_the_fit_does(small):
     """Issue 34: a GSD run whose quietest measurement's σ exceeds [0, 1] is refused by the
     plan, from the public row count, before Run; the fit refuses it in the same words."""

@@ -265,6 +265,11 @@ def test_the_finest_level_gives_a_whole_number_an_interval_per_value(lower, uppe
     for bound in (cells[0], cells[-1]):
         assert (cells == bound).sum() == 1, "a bound shares its cell"
     assert len(np.unique(cells)) == min(finest, len(values))  # no cell is left empty
+    # a number's own at the finest level alone (GSD's num1): the same cells, one partition
+    flat = Marginals(space, [(0,)], levels=5, exact=exact, tree=False)
+    assert [s.bins[0] for s in flat.slots] == [finest]
+    assert list(flat.sensitivity) == [math.sqrt(2)]
+    assert np.array_equal(flat.cells(space.encode(values))[:, 0], cells - q.offsets[4])
 
 
 @pytest.mark.parametrize(("lower", "upper", "bins"), [(1, 99, 20), (0, 7, 3), (-40, 1_000, 7)])

@@ -191,6 +191,9 @@ class GSD(Synthesizer):
             check_rows(values["rows"], len(schema), "rows")  # its synthetic table is in memory
         workloads, _ = plan_size([c.kind == CATEGORICAL for c in schema], classes,
                                  values["levels"], values["random_queries"])
+        if not workloads:
+            raise ParameterError(f"queries {values['queries']!r} give no workload on this "
+                                 "table's columns")
         if values["rounds"] is not None and not values["one_shot"]:
             check_fits(values["rounds"], values["per_round"], workloads)
 
@@ -207,15 +210,18 @@ class GSD(Synthesizer):
                 "random_queries": 16 * values["random_queries"] * columns}
 
     def _recipe(self, population: Population, schema: Schema, budget: Budget) -> Recipe:
-        """Each round's selection (exact, but for n̂), then its S measurements: each costs
-        ρ per call whichever workload is picked, so the widest one's event bounds them; in
+        """Each round's selection (exact, but for n̂), then its S measurements: each costs ρ
+        per call whichever workload is picked, so the widest one's event bounds them; in
         one-shot mode every workload's measurement. Refused when the quietest answer's noise
-        could drown it, whatever n̂. Its settings: whether it measures in one shot, the rounds
-        T, S per round and ρ per call. By default a table whose rounds would pick half its
-        workloads or more (a narrow one) is measured in one shot: picking costs as much ρ as
-        measuring, so each of the W measurements gets ρ/W ≥ ρ/(2TS) and none is left out.
-        With units the fit's recipe is made again at n̂ (fewer rows, maybe fewer rounds), so
-        it may select where the plan, at k·U rows, measured in one shot; it never spends more.
+        could drown it, whatever n̂. Its settings: whether it measures in one shot, the
+        query classes it builds, the rounds T, S per round and ρ per call. By default a
+        table whose rounds would pick half its workloads or more (a narrow one) is measured
+        in one shot: picking costs as much ρ as measuring, so each of the W measurements
+        gets ρ/W ≥ ρ/(2TS) and none is left out; each number's own marginal is measured too,
+        so with m numbers each call gets ρ/(W + m), below ρ/(2TS) where m > 2TS − W (many
+        numbers). With units the fit's recipe is made again at n̂ (fewer rows, maybe fewer
+        rounds), so it may select where the plan, at k·U rows, measured in one shot; it
+        never spends more.
 
         Time: counting every workload's answers over the n rows, then each round's genetic
         search over N' rows, which costs about as much as WORKLOAD_BASE workloads plus one
@@ -241,7 +247,8 @@ class GSD(Synthesizer):
                     return False, asked, rounds, s, rho
             # one shot, asked for or because the default rounds would pick half the
             # workloads or more (choosing costs as much as measuring, so measuring every
-            # one gives each at least as much ρ): each number's own marginal is measured too
+            # one gives each as much ρ or more, before each number's own marginal, measured
+            # too, takes its share)
             classes = with_own(asked, categorical)
             w, widest = plan_size(categorical, classes, self.levels, self.random_queries)
             return True, classes, *plan_rounds(people, eps, delta, w, widest, None, 1,
@@ -250,11 +257,11 @@ class GSD(Synthesizer):
         one_shot, classes, rounds, s, rho = rounds_at(population)
         w, widest = plan_size(categorical, classes, self.levels, self.random_queries)
         n, k = population.rows, population.max_rows
-        # judged where n̂ is worst (U rows: sensitivity k/U) with the rounds of the public
-        # k·U rows (the most, so the least ρ a call): the same at plan and fit, so a plan
-        # that passes is not refused after the rows' estimate is spent
-        *_, least = rounds_at(population.public())
-        quietest = narrowest(categorical, classes, self.levels)
+        # judged where n̂ is worst (U rows: sensitivity k/U) with the rounds and classes of
+        # the public k·U rows (the most, so the least ρ a call): the same at plan and fit,
+        # so a plan that passes is not refused after the rows' estimate is spent
+        _, judged, *_, least = rounds_at(population.public())
+        quietest = narrowest(categorical, judged, self.levels)
         check_audible(measurement_event(quietest * k / population.units, least).sigma, eps,
                       _remedy(rounds))
         measured = measurement_event(widest * k / n, rho)  # the widest workload's σ
@@ -437,8 +444,8 @@ def with_own(classes: list[str], categorical: list[bool]) -> list[str]:
     """The classes a one-shot run measures: ``classes`` and each number's own marginal at
     its finest intervals (``num1``). A pair sees a number through a binary tree (Δ₂ = √10 at
     5 levels) crossed with its partner; alone, through one partition (Δ₂ = √2). On
-    benchmarks/dates.py (10 runs at ε = 1) a date's months were 0.089 off in TVD, 0.068
-    with ``num1`` (independent columns: 0.072), the other columns' pairs 0.052 → 0.053; as a
+    benchmarks/dates.py (10 runs at ε = 1) a date's months were 0.089 off in TVD, 0.066
+    with ``num1`` (independent columns: 0.070), the other columns' pairs 0.052 → 0.053; as a
     binary tree, with the categories' own too, 0.079 and 0.054, and the panel sample's pairs
     0.177 → 0.188 (5 runs) where ``num1`` keeps them. Rounds pick among pairs instead."""
     if "num1" in classes or all(categorical):
