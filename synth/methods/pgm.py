@@ -24,16 +24,17 @@ from synth.errors import Cancelled
 
 _SAMPLING = threading.Lock()
 BLOCK = 50  # mbi's steps between two callbacks (its CALLBACK_EVERY)
-# drawing rows from a fitted model on 2 cores: a compile, then per cell of the rows drawn
-# (benchmarks/progress.py: 1.2–2.9 s on the census sample, 7–10 s for 300,000 rows × 26)
-DRAW_SECONDS, DRAW_PER_CELL = 1.0, 1.5e-6
+# drawing rows from a fitted model on 2 cores: a compile per column's step, then per cell
+# of the rows drawn (benchmarks/progress.py, AIM and MST: 4.9–5.0 s on the census sample's
+# 13 columns, 1.5–2.3 s on the panel's 7, 6.3–7.3 s on 20,000 flights, 10–15 s on 300,000)
+DRAW_PER_COLUMN, DRAW_PER_CELL = 0.3, 1.5e-6
 # how every fit's program is compiled: quickly rather than well (see _descent)
 COMPILER = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
 
 
 def draw_seconds(rows: int, columns: int) -> float:
     """Seconds :meth:`Model.sample` takes for ``rows`` rows of ``columns`` columns."""
-    return DRAW_SECONDS + DRAW_PER_CELL * rows * columns
+    return (DRAW_PER_COLUMN + DRAW_PER_CELL * rows) * columns
 
 
 def _mbi():

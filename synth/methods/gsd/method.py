@@ -68,7 +68,7 @@ ROWS = 2000  # N' by default: enough for Adult's marginals (benchmarks/gsd.py)
 # over ROWS rows, per workload beyond a base the search costs whatever the workloads; the
 # search runs longer as the answers' signal (rows × ε) grows (GSD._recipe); counting the
 # answers costs per row and workload
-ROUND_SECONDS, WORKLOAD_BASE, ANSWER_SECONDS = 0.000918, 1486, 1.6e-7
+ROUND_SECONDS, WORKLOAD_BASE, ANSWER_SECONDS = 0.00257, 1486, 1.6e-7
 SIGNAL, SIGNAL_POWER, LEAST = 27_134, 0.18, 0.7
 CANDIDATES = 100  # mutations and crossovers a generation makes by default (the calibration's)
 # a one-shot search, from a random table to every answer at once, runs about as long as this
@@ -228,10 +228,11 @@ class GSD(Synthesizer):
         per workload and runs more generations before it stops improving the sharper the
         answers are: times (n·ε / SIGNAL)^0.18, at least 0.7; a generation costs as many
         candidates as it makes (mutations and crossovers). On 2 cores
-        (benchmarks/progress.py, at ε = 1, 20 rounds) the census sample's 78 workloads took
-        20 s, the panel's 21 took 20 s, and the flights' 325 took 30 s over 20,000 rows and
-        50 s (and 16 s counting) over 300,000. Adult's 105 took 48 s (benchmarks/peers.py),
-        where this model says 30: its wide categories cost more than their count. A one-shot
+        (benchmarks/progress.py, at ε = 1, kernel fc-v1045) the census sample's 78 workloads
+        took 60 s in 20 rounds, the panel's 21 and its 3 numbers' own 15 s in one shot, and
+        the flights' 325 took 88 s over 20,000 rows; over 300,000, 128 s (and 20 s counting)
+        on an earlier host. Adult's 105 took 127 s (benchmarks/peers.py), where this model
+        says 79: its wide categories cost more than their count. A one-shot
         search starts from a random table and runs about as long as ONE_SHOT_ROUNDS rounds."""
         categorical = [c.kind == CATEGORICAL for c in schema]
         asked = parse_classes(self.queries)
