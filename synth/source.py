@@ -426,10 +426,12 @@ class Chunks:
                stage: str, description: str) -> list[np.ndarray]:
         """``counter``'s arrays summed over the chunks, in order, as one :meth:`scan`: the
         in-memory and DuckDB backends of :func:`synth.marginals.count`, or the file's Dask
-        cluster when it has one."""
+        cluster when it has one. A chunk is counted in ``ctx.wait``: a wide workload's
+        chunk counts for seconds, and the stage stays alive and cancellable meanwhile."""
         if self._cluster is not None:
             return self._cluster(counter, ctx, stage, description)
-        return add_up(counter(frame) for frame in self.scan(ctx, stage, description))
+        return add_up(ctx.wait(partial(counter, frame))
+                      for frame in self.scan(ctx, stage, description))
 
 
 def read_whole(file: TableFile, columns: Sequence[str] | None = None,

@@ -302,6 +302,63 @@ def test_a_long_call_keeps_its_stage_alive_and_cancels_at_once():
         FitContext().wait(lambda: (_ for _ in ()).throw(ValueError("carried")))
 
 
+def test_a_chunk_counting_for_long_keeps_its_stage_alive_and_cancels_at_once():
+    """A counting pass over a chunk of wide workloads (Private-GSD's answers on 20,000
+    flights: 2 s) said nothing and heard no cancel until the chunk was counted."""
+    import threading
+
+    import pandas as pd
+
+    from synth.source import Chunks
+
+    events, cancel, release = [], threading.Event(), threading.Event()
+    ctx = FitContext(on_event=events.append, should_stop=cancel.is_set)
+
+    def counter(frame):
+        for _ in range(1200):  # until the stage's last step is repeated, 2 minutes at most
+            if sum(isinstance(e, Progress) for e in events) >= 2:
+                break
+            release.wait(0.1)
+        cancel.set()
+        assert release.wait(120), "the cancel did not land while the chunk counted"
+        return [np.zeros(1)]
+
+    with pytest.raises(Cancelled):
+        Chunks.of_frame(pd.DataFrame({"a": [1.0, 2.0]})).reduce(counter, ctx, "answers", "")
+    release.set()
+    repeats = [(e.stage, e.step) for e in events if isinstance(e, Progress)]
+    assert repeats[:2] == [("answers", 0)] * 2, "the stage was silent while the chunk counted"
+
+
+def test_a_fit_loads_its_libraries_beside_its_thread():
+    """In a fresh interpreter OpenDP, JAX and mbi take seconds to import: imported where the
+    first noise was drawn or the model built, they left a stage silent and deaf to a cancel
+    for up to 3.6 s (AIM on the census sample). A fit loads them in ``ctx.wait``."""
+    import subprocess
+    import sys
+    import textwrap
+
+    spy = textwrap.dedent("""
+        import importlib.abc, json, sys, threading
+        seen = {}
+        class Spy(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path, target=None):
+                if name in ("opendp", "jax", "mbi"):
+                    seen.setdefault(name, threading.current_thread().name)
+        sys.meta_path.insert(0, Spy())
+        from synth.data import load_sample
+        from synth.methods import make
+        from synth.privacy.budget import Budget
+        table, schema = load_sample()
+        make("mst", {"iterations": 5}).fit(table.head(300), schema, Budget(1.0, 1e-6))
+        print(json.dumps(seen))
+    """)
+    out = subprocess.run([sys.executable, "-c", spy], capture_output=True, text=True,
+                         check=True).stdout
+    assert json.loads(out.splitlines()[-1]) == dict.fromkeys(("opendp", "jax", "mbi"),
+                                                            "synth wait")
+
+
 def test_a_run_whose_comparison_was_cancelled_reads_back_from_the_store(sample, tmp_path):
     """The auditor's finding: a release kept after a cancel in compare (its scores say so
     in words) read back as an error, and the app left the paid-for run out after a restart."""

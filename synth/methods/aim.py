@@ -222,7 +222,7 @@ class AIM(Synthesizer):
         self.ledger_.charge(MEASURE, one_way, f"1-way marginals of {d} columns")
         ones = np.split(measure(np.concatenate(true[:d]), one_way), np.cumsum(sizes)[:-1])
         measured = [Measurement((j,), ones[j], one_way.sigma) for j in range(d)]
-        model = Model(sizes, self.population_.rows)
+        model = ctx.wait(lambda: Model(sizes, self.population_.rows))  # imports JAX
 
         def refit() -> None:  # a round's refit: no bar of its own, the round's beating
             ctx.wait(lambda: model.estimate(measured, self.round_iterations,

@@ -36,6 +36,7 @@ from synth.errors import (
     is_number,
 )
 from synth.plan import NoiseScale, Plan, Recipe, open_ledger, plan, priced
+from synth.privacy import mechanisms
 from synth.privacy.budget import ALL, Budget, LedgerEntry
 from synth.privacy.domains import DOMAIN, default_share, learn_domains
 from synth.privacy.unit import (
@@ -465,6 +466,7 @@ class Synthesizer:
             raise ParameterError(f"ctx must be a FitContext or None, got {ctx!r}")
         self.__dict__.pop("schema_", None)  # a failed or cancelled fit leaves it unfitted
         budget = self._open_ledger(schema, budget, ctx)
+        ctx.wait(mechanisms.load)  # cancellable while the noise library loads
         table, file = self._read(table, schema, budget.unit, ctx)
         table, data, units = self._bound(table, file, schema, budget.unit)
         # U (and n with one row per unit) are public: the rules can check them before

@@ -179,7 +179,7 @@ class MST(Synthesizer):
             self.ledger_.charge(MEASURE, edge, f"2-way marginal of {_label(schema, pair)}")
             measured.append(Measurement(pair, measure(true[pair], edge), edge.sigma))
             ctx.progress(MEASURE, d + t + 1, 1 + 2 * (d - 1))
-        self.model_ = Model(sizes, self.population_.rows)
+        self.model_ = ctx.wait(lambda: Model(sizes, self.population_.rows))  # imports JAX
         ctx.stage(ESTIMATE, self.iterations,  # JAX compiles before the first block
                   "fitting a graphical model (post-processing; its first steps wait while "
                   "JAX compiles it)")

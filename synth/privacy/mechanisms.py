@@ -38,6 +38,7 @@ __all__ = [
     "fresh_rng",
     "gaussian",
     "laplace",
+    "load",
     "replayable",
     "replayable_noise",
     "torch_generator",
@@ -109,6 +110,12 @@ def _dp():
 
     dp.enable_features("contrib")
     return dp
+
+
+def load() -> None:
+    """Import OpenDP, a second or two in a fresh interpreter: a fit does it first, in
+    :meth:`~synth.methods.FitContext.wait`, so its first draw of noise does not go quiet."""
+    _dp()
 
 
 @functools.lru_cache(maxsize=256)
