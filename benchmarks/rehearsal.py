@@ -61,14 +61,16 @@ def one(name: str, epsilon: float, share: float, seed: int, methods: list[str],
             "spearman": round(float(rho), 3), "rehearsal_seconds": round(rehearsal_seconds, 1)}
 
 
-def scored(runs: list[dict]) -> dict:
+def scored(runs: list[dict], real_runs: list[dict] | None = None) -> dict:
     """One table's rehearsals at one share against the real ranking: the median of each
-    method's real runs over the seeds, every rehearsal's Spearman correlation with it, and the
-    recommended method's real median against the best one's."""
+    method's real runs (of ``real_runs``, by default the rehearsals' own) over the seeds, every
+    rehearsal's Spearman correlation with it, and the recommended method's real median
+    against the best one's."""
     from scipy.stats import spearmanr
 
-    real = {m: statistics.median(r["real"][m] for r in runs) for m in runs[0]["real"]
-            if all(r["real"][m] is not None for r in runs)}  # the best ran on every seed
+    real_runs = runs if real_runs is None else real_runs
+    real = {m: statistics.median(r["real"][m] for r in real_runs) for m in real_runs[0]["real"]
+            if all(r["real"][m] is not None for r in real_runs)}  # the best ran on every seed
     methods = [m for m in real if all(r["predicted"][m] is not None for r in runs)]
     if len(methods) < 2:
         return {"real_median": real, "best": None, "runs": len(runs)}
@@ -103,6 +105,29 @@ def _heading(table: str, share: float, stand_in: str) -> str:
     return f"{table} at share {share:g}" + ("" if stand_in == STAND_IN else f" by {stand_in}")
 
 
+def paired(first: list[dict], second: list[dict]) -> dict:
+    """Two stand-ins of different kinds (each at the share: twice it in all), one pair per
+    seed: each method's predicted TVD over its stand-in's lowest, added over the two, so that
+    neither stand-in's scale (a smoother one predicts lower) outweighs the other; scored as
+    :func:`scored` scores one stand-in, against all the pairs' real runs."""
+    by_seed = {r["seed"]: r for r in second}
+    combined = []
+    for run in first:
+        other = by_seed.get(run["seed"])
+        if other is None:
+            continue
+        methods = [m for m in run["predicted"]
+                   if _known(run["predicted"][m]) and _known(other["predicted"][m])]
+        lows = [min(r["predicted"][m] for m in methods) for r in (run, other)]
+        predicted = {m: run["predicted"][m] / lows[0] + other["predicted"][m] / lows[1]
+                     if m in methods else None for m in run["predicted"]}
+        combined.append({"predicted": predicted,
+                         "recommended": min(methods, key=predicted.get)})
+    seeds = {r["seed"] for r in first} & set(by_seed)
+    real_runs = [r for r in [*first, *second] if r["seed"] in seeds]
+    return scored(combined, real_runs) if combined else {"runs": 0}
+
+
 def main() -> None:
     from synth.sweep import REHEARSED, STAND_IN
 
@@ -126,6 +151,11 @@ def main() -> None:
     runs = kept + fresh
     by_table = {_heading(*key): scored([r for r in runs if _key(r) == key])
                 for key in sorted({_key(r) for r in runs})}
+    for table, share, stand_in in sorted({_key(r) for r in runs}):
+        other = [r for r in runs if _key(r) == (table, share, "gsd")]
+        if stand_in == STAND_IN and other:
+            by_table[f"{table} at share {share:g} each by {STAND_IN} and gsd"] = paired(
+                [r for r in runs if _key(r) == (table, share, stand_in)], other)
     results = {"about": __doc__.splitlines()[0], "targets": {"spearman": 0.7, "regret": 0.10},
                "by_table": by_table, "runs": runs}
     tmp = OUT.with_suffix(".json.tmp")  # atomically: an interrupted run keeps the last file
