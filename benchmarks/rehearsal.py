@@ -107,24 +107,26 @@ def _heading(table: str, share: float, stand_in: str) -> str:
 
 def paired(first: list[dict], second: list[dict]) -> dict:
     """Two stand-ins of different kinds (each at the share: twice it in all), one pair per
-    seed: each method's predicted TVD over its stand-in's lowest, added over the two, so that
-    neither stand-in's scale (a smoother one predicts lower) outweighs the other; scored as
-    :func:`scored` scores one stand-in, against all the pairs' real runs."""
-    by_seed = {r["seed"]: r for r in second}
-    combined = []
+    seed and ε: each method's predicted TVD over its stand-in's lowest, added over the two,
+    so that neither stand-in's scale (a smoother one predicts lower) outweighs the other;
+    scored as :func:`scored` scores one stand-in, against the medians of all the pairs' real
+    runs (both stand-ins' batches ran the real methods)."""
+    by_seed = {(r["seed"], r["epsilon"]): r for r in second}
+    combined, real_runs = [], []
     for run in first:
-        other = by_seed.get(run["seed"])
+        other = by_seed.get((run["seed"], run["epsilon"]))
         if other is None:
             continue
         methods = [m for m in run["predicted"]
-                   if _known(run["predicted"][m]) and _known(other["predicted"][m])]
-        lows = [min(r["predicted"][m] for m in methods) for r in (run, other)]
+                   if _known(run["predicted"][m]) and _known(other["predicted"].get(m))]
+        lows = [min((r["predicted"][m] for m in methods), default=0) for r in (run, other)]
+        if len(methods) < 2 or min(lows) <= 0:
+            continue
         predicted = {m: run["predicted"][m] / lows[0] + other["predicted"][m] / lows[1]
                      if m in methods else None for m in run["predicted"]}
         combined.append({"predicted": predicted,
                          "recommended": min(methods, key=predicted.get)})
-    seeds = {r["seed"] for r in first} & set(by_seed)
-    real_runs = [r for r in [*first, *second] if r["seed"] in seeds]
+        real_runs += [run, other]
     return scored(combined, real_runs) if combined else {"runs": 0}
 
 

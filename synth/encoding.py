@@ -179,9 +179,9 @@ class Discretizer:
     def _column_codes(self, col: Column, values: pd.Series) -> np.ndarray:
         if col.kind == CATEGORICAL:
             codes = pd.Categorical(values, categories=list(col.categories)).codes
-            if (codes < 0).any():
-                bad = values[codes < 0].iloc[0]
-                raise SchemaError(f"column {col.name!r}: value {bad!r} is not a known category")
+            if (codes < 0).any():  # the value itself is private: not quoted
+                raise SchemaError(f"column {col.name!r} has a value that is not one of its "
+                                  "categories")
             return codes.astype(np.int64)
         edges = self.edges[col.name]
         x = values.to_numpy(dtype=float)

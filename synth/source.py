@@ -22,7 +22,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -33,6 +33,9 @@ from synth.errors import DataError, check_int
 from synth.marginals import add_up
 from synth.privacy.unit import Population, PrivacyUnit, population
 from synth.schema import Schema, check_target, prepare
+
+if TYPE_CHECKING:  # the methods import this module
+    from synth.methods.base import FitContext
 
 READ = "read"  # the fit stage that reads a file into memory (a method that needs rows)
 CHUNK_ROWS = 100_000
@@ -412,7 +415,7 @@ class Chunks:
         if self._target is not None:
             check_target(pd.DataFrame({self._target: sorted(classes)}), self._target)
 
-    def scan(self, ctx: Any, stage: str, description: str) -> Iterator[pd.DataFrame]:
+    def scan(self, ctx: FitContext, stage: str, description: str) -> Iterator[pd.DataFrame]:
         """The chunks, as a stage of ``ctx`` (a FitContext) whose progress counts rows read
         (and which stops between chunks when the run is cancelled)."""
         ctx.stage(stage, self.rows, description)
@@ -422,7 +425,7 @@ class Chunks:
             done += len(frame)
             ctx.progress(stage, done, self.rows)
 
-    def reduce(self, counter: Callable[[pd.DataFrame], list[np.ndarray]], ctx: Any,
+    def reduce(self, counter: Callable[[pd.DataFrame], list[np.ndarray]], ctx: FitContext,
                stage: str, description: str) -> list[np.ndarray]:
         """``counter``'s arrays summed over the chunks, in order, as one :meth:`scan`: the
         in-memory and DuckDB backends of :func:`synth.marginals.count`, or the file's Dask

@@ -315,12 +315,12 @@ def test_a_chunk_counting_for_long_keeps_its_stage_alive_and_cancels_at_once():
     ctx = FitContext(on_event=events.append, should_stop=cancel.is_set)
 
     def counter(frame):
-        for _ in range(1200):  # until the stage's last step is repeated, 2 minutes at most
+        for _ in range(300):  # until the stage's last step is repeated, 30 s at most
             if sum(isinstance(e, Progress) for e in events) >= 2:
                 break
             release.wait(0.1)
         cancel.set()
-        assert release.wait(120), "the cancel did not land while the chunk counted"
+        assert release.wait(60), "the cancel did not land while the chunk counted"
         return [np.zeros(1)]
 
     with pytest.raises(Cancelled):
@@ -353,10 +353,11 @@ def test_a_fit_loads_its_libraries_beside_its_thread():
         make("mst", {"iterations": 5}).fit(table.head(300), schema, Budget(1.0, 1e-6))
         print(json.dumps(seen))
     """)
-    out = subprocess.run([sys.executable, "-c", spy], capture_output=True, text=True,
-                         check=True).stdout
-    assert json.loads(out.splitlines()[-1]) == dict.fromkeys(("opendp", "jax", "mbi"),
-                                                            "synth wait")
+    done = subprocess.run([sys.executable, "-c", spy], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == dict.fromkeys(
+        ("opendp", "jax", "mbi"), "synth wait")
 
 
 def test_a_run_whose_comparison_was_cancelled_reads_back_from_the_store(sample, tmp_path):
