@@ -292,6 +292,17 @@ def test_whole_number_bins_are_named_by_the_whole_numbers_they_hold(lower, upper
                                                                    strict=True))
 
 
+def test_a_value_outside_the_categories_is_refused_without_being_quoted():
+    """An error may be stored and shown: it names the column, never a private value."""
+    from synth.encoding import Discretizer
+    from synth.schema import Column, Schema
+
+    col = Column("city", "categorical", categories=("Leeds", "York"), public=True)
+    with pytest.raises(SchemaError, match="'city'") as refused:
+        Discretizer(Schema((col,))).codes(pd.DataFrame({"city": ["York", "Ilkley-1961"]}))
+    assert "Ilkley" not in str(refused.value)
+
+
 @settings(max_examples=150, deadline=None)
 @given(steps=st.integers(0, 3000), levels=st.integers(1, 8), exact=st.sampled_from([0, 128]))
 def test_a_draw_within_an_interval_stays_in_its_cell_and_reaches_every_value_there(
