@@ -302,6 +302,20 @@ def test_a_long_call_keeps_its_stage_alive_and_cancels_at_once():
         FitContext().wait(lambda: (_ for _ in ()).throw(ValueError("carried")))
 
 
+def test_a_stage_of_unknown_length_ends_on_its_last_step():
+    """AIM's rounds have no known total: throttling dropped the last round's event, so the
+    page's last figure for the stage said 84 % of its budget spent where all of it was."""
+    events = []
+    ctx = FitContext(on_event=events.append, min_interval=3600)  # every later step throttled
+    ctx.stage("measure")
+    for step in (1, 2, 3):
+        ctx.progress("measure", step, None, budget_spent=step / 3)
+    ctx.stage("estimate", 1)
+    steps = [(e.step, e.metrics["budget_spent"]) for e in events if isinstance(e, Progress)]
+    assert steps == [(1, 1 / 3), (3, 1.0)]
+    assert isinstance(events[-1], StageStarted) and events[-1].stage == "estimate"
+
+
 def test_a_chunk_counting_for_long_keeps_its_stage_alive_and_cancels_at_once():
     """A counting pass over a chunk of wide workloads (Private-GSD's answers on 20,000
     flights: 2 s) said nothing and heard no cancel until the chunk was counted."""

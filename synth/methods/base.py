@@ -98,7 +98,8 @@ class FitContext:
     mechanism (initialisations, the genetic searches, sampling from a fitted model): privacy
     noise never depends on it (see :mod:`synth.privacy.mechanisms`), so the same seed twice
     gives two different releases. ``progress`` events of one stage are throttled to one per
-    ``min_interval`` seconds (the first and last step always pass); ``should_stop`` is checked
+    ``min_interval`` seconds (the first and last step always pass, the last of a stage of
+    unknown length when the stage ends); ``should_stop`` is checked
     on every call regardless. A stage that works without steps keeps the caller informed
     through :meth:`beat` (in a loop) or :meth:`wait` (one long call): an event at least every
     :data:`HEARTBEAT` seconds and a cancel that lands within a tenth of a second.
@@ -115,6 +116,7 @@ class FitContext:
     _step: tuple[str, int, int | None] | None = field(default=None, repr=False)
     _heard: float = field(default=0.0, repr=False)  # when the last event was sent
     _left: bool = field(default=False, repr=False)  # a wait was interrupted: stop everywhere
+    _held: Progress | None = field(default=None, repr=False)  # the last step throttled away
 
     def __post_init__(self) -> None:
         check_seed(self.postprocessing_seed, "postprocessing_seed")
@@ -152,7 +154,12 @@ class FitContext:
             self.check()
 
     def finish(self) -> None:
-        """Close the current stage's clock (the next :meth:`stage` call does it too)."""
+        """Close the current stage's clock (the next :meth:`stage` call does it too), first
+        sending its last step if throttling held it back (a stage of unknown length cannot
+        tell its last step when it comes)."""
+        if self._held is not None:
+            held, self._held = self._held, None
+            self.emit(held)
         if self._current is not None:
             name, started = self._current
             self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - started
@@ -163,10 +170,13 @@ class FitContext:
         self._step = (stage, step, total)
         now = time.monotonic()
         last = self._last.get(stage)
+        event = Progress(stage, step, total, {k: float(v) for k, v in metrics.items()})
         if last is None or step == total or now - last >= self.min_interval:
-            self._last[stage] = now
-            self.emit(Progress(stage, step, total, {k: float(v) for k, v in metrics.items()}))
+            self._last[stage], self._held = now, None
+            self.emit(event)
             self.check()  # a cancel asked while the event was heard lands before what follows
+        else:
+            self._held = event
 
     def beat(self) -> None:
         """Check for a cancel; if nothing was sent for :data:`HEARTBEAT` seconds, repeat the
